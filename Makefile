@@ -1,0 +1,26 @@
+# make test: create the virtualenv if missing, install what the tests need, run the whole suite.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: test fuzz bench install clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -m venv $(VENV) 2>/dev/null || { \
+	  echo "python3 -m venv failed; installing python3-venv with apt"; \
+	  apt-get update -qq && apt-get install -y -qq python3-venv >/dev/null && $(PYTHON) -m venv $(VENV); }
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+test: $(STAMP)
+	HYPOTHESIS_PROFILE=ci $(PY) -m pytest -q -n 2 -p no:cacheprovider
+
+fuzz: $(STAMP)
+	HYPOTHESIS_PROFILE=deep $(PY) -m pytest -q -n 2 -p no:cacheprovider tests
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info

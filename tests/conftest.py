@@ -1,0 +1,41 @@
+"""Shared test setup: hypothesis profiles and a clean structlog for every test."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import pytest
+import structlog
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("ci", max_examples=60, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile("dev", max_examples=150, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("deep", max_examples=3000, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+@pytest.fixture(autouse=True)
+def _clean_structlog():
+    """Every test starts with structlog unconfigured and the toolwire logger at its default level."""
+    structlog.reset_defaults()
+    logger = logging.getLogger("toolwire")
+    level = logger.level
+    yield
+    logger.setLevel(level)
+    structlog.reset_defaults()
+
+
+@pytest.fixture
+def toolwire_debug():
+    """Enable toolwire's events down to debug for the duration of a test."""
+    logger = logging.getLogger("toolwire")
+    logger.setLevel(logging.DEBUG)
+    yield logger

@@ -1,0 +1,82 @@
+"""The ``toolwire parse`` command: its JSON document, options and exit codes (a contract)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from .wire import chunk, sse, tc
+
+STREAM = sse(chunk(tc(0, "call_1", "get_weather", '{"city": ')), chunk(tc(0, None, None, '"Paris"}')),
+             chunk(finish="tool_calls"), "[DONE]")
+
+
+def run(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "toolwire.cli", *args], input=stdin, capture_output=True,
+                          check=False)
+
+
+def test_parse_prints_the_contract_document():
+    """The document has provider, finish_reason, error, calls (with index/call_id/name/args/state/problem/kind)."""
+    out = run("parse", "--provider", "openai-chat", "-", stdin=STREAM)
+    assert out.returncode == 0
+    doc = json.loads(out.stdout)
+    assert doc["provider"] == "openai-chat" and doc["finish_reason"] == "tool_calls" and doc["error"] is None
+    assert doc["server_calls"] == []
+    (call,) = doc["calls"]
+    assert {k: call[k] for k in ("index", "call_id", "name", "args", "state", "problem", "kind")} == {
+        "index": 0, "call_id": "call_1", "name": "get_weather", "args": {"city": "Paris"}, "state": "complete",
+        "problem": None, "kind": "function"}
+
+
+@pytest.mark.parametrize("seed", ["1", "2", "42", "abc"])
+def test_fragment_seed_gives_identical_output(seed, tmp_path):
+    """--fragment SEED feeds random 1-64 byte pieces; the output equals the unfragmented one."""
+    path = tmp_path / "s.sse"
+    path.write_bytes(STREAM)
+    whole = run("parse", "--provider", "openai-chat", str(path))
+    pieces = run("parse", "--provider", "openai-chat", "--fragment", seed, str(path))
+    assert pieces.returncode == whole.returncode == 0
+    assert pieces.stdout == whole.stdout
+
+
+def test_truncated_calls_exit_zero_and_say_so():
+    """A stream cut mid-call still produced a turn: exit 0, the call's state is truncated."""
+    out = run("parse", "--provider", "openai-chat", stdin=STREAM[:60 + STREAM.index(b"Paris")])
+    assert out.returncode == 0
+    doc = json.loads(out.stdout)
+    assert [c["state"] for c in doc["calls"]] == ["truncated"]
+    assert doc["error"]["type"] == "stream_cut"
+
+
+@pytest.mark.parametrize("data", [b"", b"hello there", b"\xff\xfe\x00"])
+def test_unusable_input_exits_one_with_an_error(data):
+    """Input with nothing of the dialect in it exits 1; the JSON error says why."""
+    out = run("parse", "--provider", "anthropic", stdin=data)
+    assert out.returncode == 1
+    doc = json.loads(out.stdout)
+    assert doc["error"]["type"] and doc["error"]["message"]
+    assert doc["calls"] == []
+
+
+def test_usage_errors_exit_two():
+    """A missing --provider, an unknown provider or format, or a missing file exit 2."""
+    assert run("parse").returncode == 2
+    assert run("parse", "--provider", "cohere", stdin=STREAM).returncode == 2
+    assert run("parse", "--provider", "openai-chat", "--format", "xml", stdin=STREAM).returncode == 2
+    assert run("parse", "--provider", "openai-chat", "/nonexistent/file").returncode == 2
+
+
+def test_explicit_formats_jsonl_and_json():
+    """--format jsonl takes one event per line; --format json a whole body."""
+    lines = b"\n".join(json.dumps(c).encode() for c in (
+        chunk(tc(0, "c1", "f", '{"a": 1}')), chunk(finish="tool_calls")))
+    out = run("parse", "--provider", "openai-chat", "--format", "jsonl", stdin=lines)
+    assert json.loads(out.stdout)["calls"][0]["args"] == {"a": 1}
+    body = json.dumps({"type": "message", "id": "m", "role": "assistant", "stop_reason": "tool_use", "content": [
+        {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {"b": 2}}]}).encode()
+    out = run("parse", "--provider", "anthropic", "--format", "json", stdin=body)
+    assert out.returncode == 0 and json.loads(out.stdout)["calls"][0]["args"] == {"b": 2}

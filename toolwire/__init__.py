@@ -1,0 +1,71 @@
+"""toolwire: one canonical tool call from every LLM provider dialect, run safely, answered exactly once.
+
+The core is sans-I/O: ``parse(provider, data)`` or ``StreamParser(provider).feed(chunk)`` turn bytes into a
+``Turn`` whose calls went through a per-call state machine; no call is ``complete`` before its dialect's
+terminator arrived, and a turn that did not finish cleanly is never dispatched.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from .codecs import PROVIDERS
+from .errors import FramingError, InvalidTransition, ProviderProtocolError, ToolwireError, UsageError
+from .parser import StreamParser, parse
+from .types import (
+    ArgumentsReceived,
+    CallAnnounced,
+    CallCompleted,
+    CallErrored,
+    CallKind,
+    CallState,
+    CallTruncated,
+    Choice,
+    Event,
+    FinishReason,
+    Problem,
+    ProblemCode,
+    ServerCall,
+    ServerCallSeen,
+    StreamError,
+    StreamFailed,
+    TextReceived,
+    ToolCall,
+    Turn,
+    TurnFinished,
+)
+
+__all__ = [
+    "__version__",
+    "PROVIDERS",
+    "parse",
+    "StreamParser",
+    # data
+    "Turn",
+    "ToolCall",
+    "ServerCall",
+    "Choice",
+    "CallState",
+    "CallKind",
+    "FinishReason",
+    "Problem",
+    "ProblemCode",
+    "StreamError",
+    # events
+    "Event",
+    "CallAnnounced",
+    "ArgumentsReceived",
+    "CallCompleted",
+    "CallTruncated",
+    "CallErrored",
+    "ServerCallSeen",
+    "TextReceived",
+    "TurnFinished",
+    "StreamFailed",
+    # errors
+    "ToolwireError",
+    "UsageError",
+    "ProviderProtocolError",
+    "FramingError",
+    "InvalidTransition",
+]

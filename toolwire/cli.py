@@ -1,0 +1,140 @@
+"""The ``toolwire`` command line.
+
+``toolwire parse --provider P [--format auto|sse|jsonl|json] [--fragment SEED] [FILE|-]`` prints one JSON
+document describing the turn. Exit codes: 0 a turn was produced (truncated calls included: their state says so),
+1 the input is unusable (the JSON ``error`` says why), 2 usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+from typing import Any, Iterator, Sequence
+
+from . import __version__
+from .codecs import PROVIDERS
+from .errors import FramingError, UsageError
+from .parser import FORMATS, StreamParser
+from .types import ServerCall, ToolCall, Turn
+
+__all__ = ["main", "turn_to_json"]
+
+
+def _problem(call: ToolCall) -> Any:
+    if call.problem is None:
+        return None
+    return {"code": call.problem.code.value, "message": call.problem.message}
+
+
+def call_to_json(call: ToolCall) -> dict[str, Any]:
+    return {
+        "index": call.index,
+        "local_id": call.local_id,
+        "call_id": call.call_id,
+        "name": call.name,
+        "kind": call.kind.value,
+        "args": call.args,
+        "raw_arguments": call.raw_arguments,
+        "state": call.state.value,
+        "problem": _problem(call),
+        "choice": call.choice,
+    }
+
+
+def server_call_to_json(call: ServerCall) -> dict[str, Any]:
+    return {"index": call.index, "call_id": call.call_id, "name": call.name, "type": call.type,
+            "input": call.input, "choice": call.choice}
+
+
+def turn_to_json(turn: Turn) -> dict[str, Any]:
+    """The contract document of ``toolwire parse`` for ``turn``."""
+    err = None
+    if turn.error is not None:
+        err = {"type": turn.error.type, "message": turn.error.message}
+    return {
+        "provider": turn.provider,
+        "finish_reason": turn.finish_reason.value if turn.finish_reason is not None else None,
+        "raw_finish_reason": turn.raw_finish_reason,
+        "error": err,
+        "calls": [call_to_json(c) for c in turn.calls],
+        "server_calls": [server_call_to_json(c) for c in turn.server_calls],
+        "text": turn.text,
+    }
+
+
+def _fragments(data: bytes, seed: str) -> Iterator[bytes]:
+    rng = random.Random(seed)
+    i = 0
+    while i < len(data):
+        n = rng.randint(1, 64)
+        yield data[i:i + n]
+        i += n
+
+
+def _read_input(path: str) -> bytes:
+    if path == "-":
+        return sys.stdin.buffer.read()
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
+def _cmd_parse(args: argparse.Namespace) -> int:
+    try:
+        data = _read_input(args.file)
+    except OSError as exc:
+        print(f"toolwire parse: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    parser = StreamParser(args.provider, format=args.format)
+    chunks = _fragments(data, args.fragment) if args.fragment is not None else [data]
+    framing_error: FramingError | None = None
+    try:
+        for chunk in chunks:
+            parser.feed(chunk)
+        parser.close()
+    except FramingError as exc:
+        framing_error = exc
+    doc = turn_to_json(parser.turn)
+    if framing_error is not None and doc["error"] is None:
+        doc["error"] = {"type": "framing_error", "message": str(framing_error)}
+    sys.stdout.write(json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
+    return 0 if framing_error is None and parser.usable else 1
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # exit 2 with the usage, as argparse does, on stderr
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="toolwire", description="Tool-call harness core: parse provider tool calls.")
+    p.add_argument("--version", action="version", version=f"toolwire {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    pp = sub.add_parser("parse", help="parse one model response and print its calls as JSON")
+    pp.add_argument("--provider", required=True, metavar="P",
+                    help=f"dialect of the input: {', '.join(PROVIDERS)}")
+    pp.add_argument("--format", default="auto", choices=FORMATS,
+                    help="auto (default), sse, jsonl (one provider event per line), json (a whole body)")
+    pp.add_argument("--fragment", metavar="SEED", default=None,
+                    help="feed the input in pieces of random size (1 to 64 bytes) chosen by SEED")
+    pp.add_argument("file", nargs="?", default="-", metavar="FILE", help="input file, or - for stdin (default)")
+    pp.set_defaults(func=_cmd_parse)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "parse" and args.provider not in PROVIDERS:
+        parser.error(f"unknown provider {args.provider!r} (choose from {', '.join(PROVIDERS)})")
+    try:
+        return args.func(args)
+    except UsageError as exc:
+        print(f"toolwire: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

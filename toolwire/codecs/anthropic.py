@@ -1,0 +1,435 @@
+"""Anthropic Messages: streaming events and non-streaming message bodies.
+
+Wire facts (WIRE.md C): ``message_start`` → per block ``content_block_start`` / ``content_block_delta`` /
+``content_block_stop`` (``index`` is the position in ``message.content``) → ``message_delta`` (``stop_reason``)
+→ ``message_stop``; ``ping`` and ``error`` may appear anywhere; unknown event and delta types are skipped.
+``tool_use`` blocks are the application's calls; ``server_tool_use`` and ``mcp_tool_use`` run at the provider
+and go to ``server_calls``. A tool's input streams as ``input_json_delta.partial_json`` fragments and is parsed
+at ``content_block_stop`` (an empty buffer is ``{}``). Thinking, redacted thinking and signatures are kept
+verbatim in the assistant message for replay.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Union
+
+import msgspec
+
+from .. import _log
+from ..types import CallKind, CallState, FinishReason, ProblemCode, StreamError
+from .base import Codec
+
+__all__ = ["AnthropicCodec"]
+
+_CLIENT_TOOL_BLOCKS = frozenset({"tool_use"})
+_SERVER_TOOL_BLOCKS = frozenset({"server_tool_use", "mcp_tool_use"})
+
+_STOP = {
+    "end_turn": FinishReason.STOP,
+    "stop_sequence": FinishReason.STOP,
+    "tool_use": FinishReason.TOOL_CALLS,
+    "max_tokens": FinishReason.LENGTH,
+    "model_context_window_exceeded": FinishReason.LENGTH,
+    "refusal": FinishReason.CONTENT_FILTER,
+    "pause_turn": FinishReason.PAUSE,
+}
+
+
+# ---- wire Structs ---------------------------------------------------------------------------------------
+class _InputJsonDelta(msgspec.Struct, tag="input_json_delta", tag_field="type", gc=False):
+    partial_json: str = ""
+
+
+class _TextDelta(msgspec.Struct, tag="text_delta", tag_field="type", gc=False):
+    text: str = ""
+
+
+class _ThinkingDelta(msgspec.Struct, tag="thinking_delta", tag_field="type", gc=False):
+    thinking: str = ""
+
+
+class _SignatureDelta(msgspec.Struct, tag="signature_delta", tag_field="type", gc=False):
+    signature: str = ""
+
+
+class _CitationsDelta(msgspec.Struct, tag="citations_delta", tag_field="type", gc=False):
+    citation: Any = None
+
+
+_Delta = Union[_InputJsonDelta, _TextDelta, _ThinkingDelta, _SignatureDelta, _CitationsDelta]
+
+
+class _Event(msgspec.Struct, tag_field="type", gc=False):
+    pass
+
+
+class _MessageStart(_Event, tag="message_start"):
+    message: msgspec.Raw
+
+
+class _BlockStart(_Event, tag="content_block_start"):
+    index: int
+    content_block: msgspec.Raw
+
+
+class _BlockDelta(_Event, tag="content_block_delta"):
+    index: int
+    delta: _Delta
+
+
+class _BlockDeltaAny(msgspec.Struct, gc=False):
+    index: int
+    delta: dict[str, Any]
+
+
+class _BlockStop(_Event, tag="content_block_stop"):
+    index: int
+
+
+class _MessageDeltaBody(msgspec.Struct, gc=False):
+    stop_reason: str | None = None
+    stop_sequence: str | None = None
+    stop_details: Any = None
+
+
+class _MessageDelta(_Event, tag="message_delta"):
+    delta: _MessageDeltaBody = msgspec.field(default_factory=_MessageDeltaBody)
+    usage: Any = None
+
+
+class _MessageStop(_Event, tag="message_stop"):
+    pass
+
+
+class _Ping(_Event, tag="ping"):
+    pass
+
+
+class _ErrorBody(msgspec.Struct, gc=False):
+    type: str | None = None
+    message: str | None = None
+
+
+class _Error(_Event, tag="error"):
+    error: Any = None
+    request_id: str | None = None
+
+
+class _Message(_Event, tag="message"):
+    """A whole (non-streaming) message, or the ``message`` of ``message_start``."""
+
+    id: str | None = None
+    model: str | None = None
+    role: str | None = None
+    content: list[msgspec.Raw] = msgspec.field(default_factory=list)
+    stop_reason: str | None = None
+    stop_sequence: str | None = None
+    usage: Any = None
+
+
+class _Envelope(msgspec.Struct, gc=False):
+    type: Any = None
+
+
+class _Block(msgspec.Struct, gc=False):
+    type: str = ""
+    id: str | None = None
+    name: str | None = None
+    input: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
+    caller: Any = None
+
+
+_EVENTS = msgspec.json.Decoder(
+    Union[_BlockDelta, _BlockStart, _BlockStop, _MessageStart, _MessageDelta, _MessageStop, _Ping, _Error, _Message]
+)
+_ENVELOPE = msgspec.json.Decoder(_Envelope)
+_DELTA_ANY = msgspec.json.Decoder(_BlockDeltaAny)
+_BLOCK = msgspec.json.Decoder(_Block)
+_MESSAGE = msgspec.json.Decoder(_Message)
+_ANY = msgspec.json.Decoder()
+_KNOWN = frozenset({"message_start", "content_block_start", "content_block_delta", "content_block_stop",
+                    "message_delta", "message_stop", "ping", "error", "message"})
+
+_ACC = CallState.ACCUMULATING
+
+
+class _BlockState:
+    __slots__ = ("raw", "type", "rec", "parts", "signature", "stopped")
+
+    def __init__(self, raw: dict[str, Any], type_: str, rec: Any) -> None:
+        self.raw = raw
+        self.type = type_
+        self.rec = rec
+        self.parts: list[str] = []
+        self.signature: str | None = None
+        self.stopped = False
+
+
+class AnthropicCodec(Codec):
+    provider = "anthropic"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._blocks: dict[int, _BlockState] = {}
+        self._message_id: str | None = None
+        self._started = False
+        self._stopped = False
+        self._stop_reason: str | None = None
+        self._stop_details: Any = None
+        self._last_index: int | None = None
+
+    # ---- payloads -------------------------------------------------------------------------------------
+    def on_payload(self, event: str | None, data: bytes) -> None:
+        asm = self.asm
+        asm.position += 1
+        if asm.failed:
+            return
+        try:
+            ev = _EVENTS.decode(data)
+        except msgspec.ValidationError as exc:
+            self._unusual(data, exc)
+            return
+        except msgspec.DecodeError as exc:
+            self.bad_payload(exc, data)
+            return
+        cls = type(ev)
+        if cls is _BlockDelta:
+            blk = self._blocks.get(ev.index)
+            d = ev.delta
+            if blk is None or blk.stopped:
+                asm.understood += 1
+                self._late_delta(ev.index, blk, d)
+                return
+            asm.understood += 1
+            if type(d) is _InputJsonDelta:
+                rec = blk.rec
+                if rec is None:
+                    asm.protocol_error(f"input_json_delta for {blk.type} block {ev.index}")
+                elif rec.state is _ACC:
+                    if d.partial_json:
+                        rec.frags.append(d.partial_json)
+                elif d.partial_json:
+                    asm.append_or_fail(rec, d.partial_json)
+            elif type(d) is _TextDelta:
+                blk.parts.append(d.text)
+                asm.add_text(d.text)
+            elif type(d) is _ThinkingDelta:
+                blk.parts.append(d.thinking)
+            elif type(d) is _SignatureDelta:
+                blk.signature = d.signature  # assigned, not appended (as the SDK does)
+            else:  # citations
+                blk.raw.setdefault("citations", []).append(d.citation)
+            return
+        asm.understood += 1
+        if cls is _BlockStart:
+            self._block_start(ev.index, ev.content_block)
+        elif cls is _BlockStop:
+            self._block_stop(ev.index)
+        elif cls is _MessageDelta:
+            if ev.delta.stop_reason is not None:
+                self._stop_reason = ev.delta.stop_reason
+                if ev.delta.stop_details is not None:
+                    self._stop_details = ev.delta.stop_details
+            if ev.usage is not None:
+                asm.usage = ev.usage
+        elif cls is _MessageStart:
+            self._message_start(ev.message, data)
+        elif cls is _MessageStop:
+            self._message_stop()
+        elif cls is _Ping:
+            pass
+        elif cls is _Error:
+            err = ev.error
+            if isinstance(err, dict):
+                asm.stream_error(StreamError(type=str(err.get("type") or "error"),
+                                             message=str(err.get("message") or ""), raw=err))
+            else:
+                asm.stream_error(StreamError(type="error", message=str(err), raw=err))
+        elif cls is _Message:
+            self._whole_message(ev)
+
+    def _unusual(self, data: bytes, exc: Exception) -> None:
+        """A payload that did not fit the known shapes: an unknown event or delta type is skipped; a known
+        event with a wrong shape is a protocol error."""
+        asm = self.asm
+        try:
+            env = _ENVELOPE.decode(data)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            self.bad_payload(exc, data)
+            return
+        if env.type == "content_block_delta":
+            try:
+                ev = _DELTA_ANY.decode(data)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                self.bad_payload(exc, data)
+                return
+            asm.understood += 1
+            blk = self._blocks.get(ev.index)
+            if blk is None:
+                self._late_delta(ev.index, None, None)
+                return
+            _log.emit(_log.DEBUG, "payload.skipped", provider=self.provider, reason="unknown delta type",
+                      type=ev.delta.get("type"), position=asm.position)
+            blk.raw.setdefault("_unknown_deltas", []).append(ev.delta)
+            return
+        if isinstance(env.type, str) and env.type not in _KNOWN:
+            asm.understood += 1
+            _log.emit(_log.DEBUG, "payload.skipped", provider=self.provider, reason="unknown event type",
+                      type=env.type, position=asm.position)
+            return
+        self.bad_payload(exc, data)
+
+    def _late_delta(self, index: int, blk: _BlockState | None, delta: Any) -> None:
+        asm = self.asm
+        if blk is None:
+            asm.protocol_error(f"content_block_delta for block {index}, which was never started")
+            return
+        rec = blk.rec
+        if rec is not None and type(delta) is _InputJsonDelta and delta.partial_json:
+            asm.append_or_fail(rec, delta.partial_json)  # fails the call and records the protocol error
+        else:
+            asm.protocol_error(f"content_block_delta for block {index} after its content_block_stop")
+
+    # ---- messages and blocks --------------------------------------------------------------------------
+    def _message_start(self, raw_message: msgspec.Raw, data: bytes) -> None:
+        asm = self.asm
+        try:
+            msg = _MESSAGE.decode(raw_message)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            self.bad_payload(exc, data)
+            return
+        if self._started:
+            asm.stream_error(StreamError(
+                type="spliced_stream",
+                message=f"a second message_start ({msg.id!r} after {self._message_id!r}): two generations "
+                        "must not merge"), ProblemCode.PROTOCOL_ERROR)
+            return
+        self._started = True
+        self._message_id = msg.id
+        asm.response_id = msg.id
+        asm.model = msg.model
+        if msg.usage is not None:
+            asm.usage = msg.usage
+        # programmatic tool calling continuations put whole blocks (and the stop_reason) in message_start
+        for i, raw in enumerate(msg.content):
+            self._block_start(i, raw)
+            self._block_stop(i)
+        if msg.stop_reason is not None:
+            self._stop_reason = msg.stop_reason
+
+    def _whole_message(self, msg: _Message) -> None:
+        asm = self.asm
+        if self._started:
+            asm.stream_error(StreamError(type="spliced_stream", message="a message body inside a stream"),
+                             ProblemCode.PROTOCOL_ERROR)
+            return
+        self._started = True
+        self._message_id = msg.id
+        asm.response_id = msg.id
+        asm.model = msg.model
+        asm.usage = msg.usage
+        for i, raw in enumerate(msg.content):
+            self._block_start(i, raw)
+            self._block_stop(i)
+        self._stop_reason = msg.stop_reason
+        self._message_stop()
+
+    def _block_start(self, index: int, raw: msgspec.Raw) -> None:
+        asm = self.asm
+        if index in self._blocks:
+            asm.protocol_error(f"content_block_start for block {index}, which was already started")
+            return
+        try:
+            block = _BLOCK.decode(raw)
+            raw_dict = _ANY.decode(raw)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            self.bad_payload(exc, bytes(raw))
+            return
+        if not isinstance(raw_dict, dict):
+            asm.protocol_error(f"content block {index} is not an object")
+            return
+        rec = None
+        t = block.type
+        if t in _CLIENT_TOOL_BLOCKS or t in _SERVER_TOOL_BLOCKS:
+            meta: dict[str, Any] = {"block_index": index}
+            if block.caller is not None:
+                meta["caller"] = block.caller
+            server = t in _SERVER_TOOL_BLOCKS
+            rec = asm.open_call(call_id=block.id, name=block.name, kind=CallKind.FUNCTION,
+                                server=server, server_type=t if server else None, meta=meta)
+            if block.input:
+                text = bytes(block.input).decode()
+                if text.strip() not in ("{}", "", "null"):
+                    rec.initial = text  # whole input given at the start (server tools, bodies)
+        elif t in ("text",):
+            text = raw_dict.get("text")
+            if isinstance(text, str) and text:
+                asm.add_text(text)
+        self._blocks[index] = _BlockState(raw_dict, t, rec)
+        self._last_index = index if self._last_index is None or index > self._last_index else self._last_index
+
+    def _block_stop(self, index: int) -> None:
+        asm = self.asm
+        blk = self._blocks.get(index)
+        if blk is None:
+            asm.protocol_error(f"content_block_stop for block {index}, which was never started")
+            return
+        if blk.stopped:
+            asm.protocol_error(f"second content_block_stop for block {index}")
+            return
+        blk.stopped = True
+        rec = blk.rec
+        if rec is not None and rec.is_open:
+            if rec.frags and rec.initial is not None:
+                rec.initial = None  # deltas replace the placeholder input, as the SDK does
+            asm.complete(rec)
+
+    def _message_stop(self) -> None:
+        asm = self.asm
+        self._stopped = True
+        asm.finished = True
+        raw = self._stop_reason
+        reason = _STOP.get(raw, FinishReason.OTHER) if raw is not None else None
+        if reason is None:
+            asm.stream_error(StreamError(type="protocol_error", message="message_stop without a stop_reason"),
+                             ProblemCode.STREAM_CUT)
+            return
+        if reason is FinishReason.LENGTH and self._last_index is not None:
+            # the block the limit cut is truncated even when it was closed
+            last = self._blocks.get(self._last_index)
+            if last is not None and last.rec is not None and last.rec.state is CallState.COMPLETE:
+                asm.truncate(last.rec, ProblemCode.CUT_BY_LENGTH,
+                             f"the turn hit its token limit ({raw}) in this call")
+        asm.finish_choice(0, reason, raw)  # a length or refusal finish truncates the open calls
+        # a call still open at a clean message_stop never got its terminator
+        asm.truncate_open(ProblemCode.STREAM_CUT, "message_stop arrived before the call's content_block_stop")
+
+    def on_close(self) -> None:
+        asm = self.asm
+        if self._started and not self._stopped and not asm.failed:
+            asm.finished = False
+        asm.end_of_stream()
+
+    def assistant_message(self) -> Any:
+        """``{"role": "assistant", "content": [blocks]}``, every block as received (thinking, signatures,
+        redacted thinking, server tool results), with streamed text, thinking and tool input filled in."""
+        content = []
+        for index in sorted(self._blocks):
+            blk = self._blocks[index]
+            block = dict(blk.raw)
+            block.pop("_unknown_deltas", None)
+            if blk.type == "text" and blk.parts:
+                block["text"] = block.get("text", "") + "".join(blk.parts)
+            elif blk.type == "thinking":
+                if blk.parts:
+                    block["thinking"] = block.get("thinking", "") + "".join(blk.parts)
+                if blk.signature is not None:
+                    block["signature"] = blk.signature
+            elif blk.rec is not None:
+                rec = blk.rec
+                if isinstance(rec.args, dict):
+                    block["input"] = rec.args
+                elif rec.frags or rec.initial:
+                    block["input"] = {}  # unparsable input is replaced when the history is repaired
+            content.append(block)
+        return {"role": "assistant", "content": content}

@@ -1,0 +1,63 @@
+"""What every dialect codec provides, and the table of dialects.
+
+A codec owns everything about one dialect: its wire Structs (msgspec, decoders built once at import), the
+mapping from wire events to calls on the ``Assembler``, and the provider-native assistant message to replay.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import msgspec
+
+from ..statemachine.assembler import Assembler
+from ..types import ProblemCode, StreamError
+
+__all__ = ["Codec", "decode_error_message"]
+
+
+def decode_error_message(exc: Exception) -> str:
+    """msgspec's message, which keeps the JSON path (``Expected `int`, got `str` - at `$.index```)."""
+    return str(exc)
+
+
+class Codec:
+    """Base class of a dialect codec. Subclasses set ``provider`` and implement ``on_payload``."""
+
+    provider: ClassVar[str]
+    #: framing used by ``format="sse"`` streams of this dialect; whole bodies use "json"
+    stream_format: ClassVar[str] = "sse"
+    #: recover arguments from servers that resend instead of appending (OpenAI-compatible servers)
+    recover_resends: ClassVar[bool] = False
+
+    def __init__(self) -> None:
+        self.asm = Assembler(self.provider, recover_resends=self.recover_resends)
+
+    def on_payload(self, event: str | None, data: bytes) -> None:
+        """Handle one payload (an SSE message's data, a JSON line, or a whole body)."""
+        raise NotImplementedError
+
+    def on_close(self) -> None:
+        """The byte stream ended: apply the dialect's end rules, then the assembler's."""
+        self.asm.end_of_stream()
+
+    def assistant_message(self) -> Any:
+        """The provider-native assistant message that replays this turn in the history."""
+        return None
+
+    # helpers shared by codecs
+    def bad_payload(self, exc: Exception, data: bytes) -> None:
+        asm = self.asm
+        if asm.closing:
+            # the last payload, taken from a line the stream ended inside: a cut, not garbage
+            asm.stream_error(StreamError(type="stream_cut", message="the stream ended inside a payload"),
+                             ProblemCode.STREAM_CUT)
+            return
+        asm.protocol_error(f"{self.provider} payload could not be decoded: {decode_error_message(exc)}", data)
+
+    @staticmethod
+    def to_text(value: Any) -> str:
+        """Arguments some servers send as an object instead of a string become JSON text."""
+        if isinstance(value, str):
+            return value
+        return msgspec.json.encode(value).decode()

@@ -1,0 +1,319 @@
+"""OpenAI Chat Completions (and OpenAI-compatible servers): streaming chunks and non-streaming bodies.
+
+Wire facts (WIRE.md A): chunks have no ``event:`` name; ``choices[].delta.tool_calls[]`` carry ``index``, and
+``id``/``type``/``function.name`` on a call's first fragment only; ``arguments`` are string fragments; the
+choice's ``finish_reason`` is the terminator (``stop`` after tool calls is tolerated); ``data: [DONE]`` ends the
+stream; ``choices: []`` appears in usage-only and Azure content-filter chunks. Errors arrive in-stream as a
+top-level ``error`` (OpenAI, OpenRouter, Groq's ``event: error``) or as ``{"object": "error", …}`` (vLLM, Mistral).
+
+Correlation (PITFALLS 1 to 6): by id first, then index, then the latest open call; ``id`` and ``name`` are set
+once and never appended (a repeat is ignored, a conflicting name is a problem); a new id without a name on an
+index whose call is still open is a continuation (servers that mint an id per fragment); two whole calls that
+share index 0 with different ids stay separate.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from .. import _log
+from ..types import CallKind, CallState, FinishReason, ProblemCode, StreamError
+from .base import Codec
+
+__all__ = ["OpenAIChatCodec"]
+
+
+class _Function(msgspec.Struct, gc=False):
+    name: str | None = None
+    arguments: Any = None  # a string; some servers send an object
+
+
+class _Custom(msgspec.Struct, gc=False):
+    name: str | None = None
+    input: Any = None
+
+
+class _ToolCall(msgspec.Struct, gc=False):
+    index: int | None = None
+    id: str | None = None
+    type: str | None = None
+    function: _Function | None = None
+    custom: _Custom | None = None
+    extra_content: Any = None  # Gemini's OpenAI-compatible endpoint: thought signatures
+
+
+class _Delta(msgspec.Struct, gc=False):
+    role: str | None = None
+    content: Any = None
+    tool_calls: list[_ToolCall] | None = None
+    function_call: _Function | None = None  # deprecated single-function form
+    refusal: str | None = None
+    reasoning_content: str | None = None
+
+
+class _Choice(msgspec.Struct, gc=False):
+    index: int = 0
+    delta: _Delta | None = None
+    message: _Delta | None = None
+    finish_reason: str | None = None
+
+
+class _Chunk(msgspec.Struct, gc=False):
+    choices: list[_Choice] | None = None
+    id: str | None = None
+    object: str | None = None
+    model: str | None = None
+    usage: Any = None
+    error: Any = None
+    # vLLM / Mistral error shape: {"object": "error", "message": ..., "type": ..., "code": ...}
+    message: Any = None
+    type: Any = None
+    code: Any = None
+
+
+_DECODER = msgspec.json.Decoder(_Chunk)
+
+_FINISH = {
+    "tool_calls": FinishReason.TOOL_CALLS,
+    "function_call": FinishReason.TOOL_CALLS,
+    "stop": FinishReason.STOP,
+    "length": FinishReason.LENGTH,
+    "content_filter": FinishReason.CONTENT_FILTER,
+    "error": FinishReason.ERROR,
+}
+
+_ACC = CallState.ACCUMULATING
+
+
+class _ChoiceCalls:
+    __slots__ = ("by_index", "by_id", "last", "finished", "reasoning")
+
+    def __init__(self) -> None:
+        self.by_index: dict[int, Any] = {}
+        self.by_id: dict[str, Any] = {}
+        self.last = None
+        self.finished = False
+        self.reasoning: list[str] = []
+
+
+def _error_from(value: Any, fallback_type: str = "api_error") -> StreamError:
+    if isinstance(value, dict):
+        code = value.get("code")
+        status = value.get("status_code") if isinstance(value.get("status_code"), int) else (
+            code if isinstance(code, int) else None)
+        return StreamError(type=str(value.get("type") or fallback_type),
+                           message=str(value.get("message") or "An error occurred during streaming"),
+                           code=None if code is None else str(code), status=status, raw=value)
+    return StreamError(type=fallback_type, message=str(value), raw=value)
+
+
+class OpenAIChatCodec(Codec):
+    provider = "openai-chat"
+    recover_resends = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._choices: dict[int, _ChoiceCalls] = {}
+        self.done = False
+
+    # ---- payloads -------------------------------------------------------------------------------------
+    def on_payload(self, event: str | None, data: bytes) -> None:
+        asm = self.asm
+        asm.position += 1
+        if asm.failed:
+            return
+        if data[:6] == b"[DONE]":
+            self.done = True
+            asm.understood += 1
+            return
+        try:
+            chunk = _DECODER.decode(data)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            self.bad_payload(exc, data)
+            return
+        if chunk.error is not None and chunk.error is not False:
+            asm.understood += 1
+            asm.stream_error(_error_from(chunk.error))
+            return
+        if chunk.object == "error" or event == "error":
+            asm.understood += 1
+            asm.stream_error(_error_from({"message": chunk.message, "type": chunk.type, "code": chunk.code}))
+            return
+        choices = chunk.choices
+        if choices is None:
+            if _log.enabled(_log.DEBUG):
+                _log.emit(_log.DEBUG, "payload.skipped", provider=self.provider, reason="no choices",
+                          position=asm.position)
+            return
+        asm.understood += 1
+        if chunk.id and asm.response_id is None:
+            asm.response_id = chunk.id
+        if chunk.model and asm.model is None:
+            asm.model = chunk.model
+        if chunk.usage is not None:
+            asm.usage = chunk.usage
+        for ch in choices:
+            whole = ch.message is not None
+            d = ch.message if whole else ch.delta
+            st = self._choices.get(ch.index)
+            if st is None:
+                st = self._choices[ch.index] = _ChoiceCalls()
+                asm.choice(ch.index)
+            if d is not None:
+                tcs = d.tool_calls
+                if tcs:
+                    for tc in tcs:
+                        self._tool_call(ch.index, st, tc, whole)
+                if d.content:
+                    if isinstance(d.content, str):
+                        asm.add_text(d.content, ch.index)
+                if d.function_call is not None:
+                    self._tool_call(ch.index, st, _ToolCall(index=-1, function=d.function_call), whole)
+                if d.reasoning_content:
+                    st.reasoning.append(d.reasoning_content)
+            if ch.finish_reason:
+                self._finish(ch.index, st, ch.finish_reason)
+
+    def _tool_call(self, choice: int, st: _ChoiceCalls, tc: _ToolCall, whole: bool) -> None:
+        fn = tc.function
+        # hot path: a continuation fragment (no id, no name) for an accumulating call at a known index
+        if not whole and not tc.id and fn is not None and not fn.name and tc.index is not None:
+            rec = st.by_index.get(tc.index)
+            if rec is not None and rec.state is _ACC:
+                args = fn.arguments
+                if args:
+                    rec.frags.append(args if isinstance(args, str) else self.to_text(args))
+                return
+        asm = self.asm
+        if st.finished:
+            asm.protocol_error(f"tool call fragment after finish_reason in choice {choice}")
+            return
+        custom = tc.custom
+        name = (fn.name if fn is not None else None) or (custom.name if custom is not None else None) or None
+        call_id = tc.id or None
+        if fn is not None:
+            args = fn.arguments
+        elif custom is not None:
+            args = custom.input
+        else:
+            args = None
+        rec = None
+        if not whole:
+            if call_id is not None:
+                rec = st.by_id.get(call_id)
+                if rec is None:
+                    prev = st.by_index.get(tc.index) if tc.index is not None else st.last
+                    if prev is not None and prev.is_open and not name and prev.name:
+                        # a server that mints a new id per fragment: a continuation, the first id stays
+                        rec = prev
+                        if prev.call_id is None:
+                            prev.call_id = call_id
+                        elif call_id != prev.call_id:
+                            if prev.alias_ids is None:
+                                prev.alias_ids = []
+                                prev.meta["alias_ids"] = prev.alias_ids
+                            prev.alias_ids.append(call_id)
+                        st.by_id[call_id] = prev
+            elif tc.index is not None:
+                rec = st.by_index.get(tc.index)
+                if rec is not None and name and rec.name and self._starts_new_call(rec, name, args):
+                    rec = None
+            elif st.last is not None and st.last.is_open:
+                rec = st.last
+        if rec is None:
+            kind = CallKind.CUSTOM if (tc.type == "custom" or custom is not None) else CallKind.FUNCTION
+            meta = {}
+            if tc.extra_content is not None:
+                meta["extra_content"] = tc.extra_content
+            if tc.index is not None and tc.index >= 0:
+                meta["wire_index"] = tc.index
+            rec = asm.open_call(call_id=call_id, name=name, kind=kind, choice=choice, meta=meta)
+            if call_id is not None:
+                st.by_id[call_id] = rec
+            if tc.index is not None:
+                st.by_index[tc.index] = rec
+            st.last = rec
+        else:
+            if name and rec.name is None:
+                rec.name = name
+            elif name and name != rec.name:
+                asm.fail(rec, ProblemCode.CONFLICTING_NAME,
+                         f"call {rec.call_id or rec.local_id} was named {rec.name!r}, then {name!r}")
+                return
+            if call_id is not None and rec.call_id is None:
+                rec.call_id = call_id
+                st.by_id[call_id] = rec
+            if tc.extra_content is not None and "extra_content" not in rec.meta:
+                rec.meta["extra_content"] = tc.extra_content
+        if args is not None and args != "":
+            asm.append_or_fail(rec, args if isinstance(args, str) else self.to_text(args))
+
+    @staticmethod
+    def _starts_new_call(rec: Any, name: str, args: Any) -> bool:
+        """A name re-sent without an id at a used index: a new call (Ollama's parallel calls all at index 0)
+        unless it is the same call repeated (PITFALL 3) or its arguments resent (PITFALL 2)."""
+        if name != rec.name:
+            return True
+        if not rec.is_open:
+            return True
+        have = "".join(rec.frags)
+        if not have or not isinstance(args, str) or not args:
+            return False
+        if args.startswith(have):
+            return False
+        try:
+            prev = msgspec.json.decode(have)
+            new = msgspec.json.decode(args)
+        except msgspec.DecodeError:
+            return False
+        if isinstance(prev, dict) and isinstance(new, dict) and all(k in new and new[k] == v
+                                                                   for k, v in prev.items()):
+            return False  # '{}' then the full object: a resend, not a new call
+        return True
+
+    def _finish(self, choice: int, st: _ChoiceCalls, raw: str) -> None:
+        asm = self.asm
+        reason = _FINISH.get(raw, FinishReason.OTHER)
+        if reason is FinishReason.TOOL_CALLS or reason is FinishReason.STOP:
+            for rec in asm.open_records(choice):
+                if rec.name is None:
+                    asm.fail(rec, ProblemCode.MISSING_NAME, "the call ended without a tool name")
+                else:
+                    asm.complete(rec)
+        st.finished = True
+        asm.finish_choice(choice, reason, raw)
+
+    def on_close(self) -> None:
+        asm = self.asm
+        if not asm.failed and self._choices:
+            unfinished = [i for i, st in self._choices.items() if not st.finished]
+            if not unfinished:
+                asm.finished = True
+        asm.end_of_stream()
+
+    def assistant_message(self) -> Any:
+        """``{"role": "assistant", "content": …, "tool_calls": […]}`` for choice 0, arguments as received."""
+        asm = self.asm
+        st = asm.choices.get(0)
+        text = "".join(st.text) if st else ""
+        calls = []
+        for rec in asm.records:
+            if rec.choice != 0 or rec.server:
+                continue
+            if rec.kind is CallKind.CUSTOM:
+                entry = {"id": rec.call_id, "type": "custom", "custom": {"name": rec.name, "input": rec.raw}}
+            else:
+                entry = {"id": rec.call_id, "type": "function",
+                         "function": {"name": rec.name, "arguments": rec.raw if rec.raw else rec.text()}}
+            if "extra_content" in rec.meta:
+                entry["extra_content"] = rec.meta["extra_content"]
+            calls.append(entry)
+        msg: dict[str, Any] = {"role": "assistant", "content": text or None}
+        if calls:
+            msg["tool_calls"] = calls
+        ch = self._choices.get(0)
+        if ch is not None and ch.reasoning:
+            msg["reasoning_content"] = "".join(ch.reasoning)
+        return msg

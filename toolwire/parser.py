@@ -1,0 +1,183 @@
+"""The sans-I/O entry points: ``StreamParser`` (``feed``/``close``/``turn``) and ``parse``.
+
+Bytes in, events and a ``Turn`` out; no I/O. Use any transport (httpx, aiohttp, an SDK's raw response, a file).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from .codecs import codec_for
+from .errors import FramingError, UsageError
+from .framing import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    JSONBodyDecoder,
+    JSONLinesDecoder,
+    JSONValuesDecoder,
+    SSEDecoder,
+)
+from .types import Event, StreamError, Turn
+
+__all__ = ["StreamParser", "parse", "FORMATS"]
+
+FORMATS = ("auto", "sse", "jsonl", "json")
+
+
+class StreamParser:
+    """Incremental parser for one model response of dialect ``provider``.
+
+    ``format`` is ``"sse"`` (the default: a streamed response), ``"jsonl"`` (one provider event per line),
+    ``"json"`` (a whole non-streaming body) or ``"auto"`` (decided from the first bytes: ``{`` or ``[`` start a
+    sequence of JSON values, anything else is SSE).
+
+    ``feed(chunk)`` returns the events the chunk completed; ``close()`` applies the end-of-stream rules and
+    returns the last events, ending with ``TurnFinished``; ``turn`` is the Turn (final after ``close()``).
+
+    Raises ``UsageError`` for an unknown provider or format, or when fed after ``close()``; ``FramingError``
+    when one pending message exceeds ``max_message_bytes`` (the parser is then closed, its turn records the
+    error). Mistakes in the provider's data never raise: they are recorded on the turn and its calls.
+    """
+
+    def __init__(self, provider: str, *, format: str = "sse",
+                 max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
+        if format not in FORMATS:
+            raise UsageError(f"unknown format {format!r}; expected one of: {', '.join(FORMATS)}")
+        self.provider = provider
+        self.format = format
+        self._codec = codec_for(provider)
+        self._max = max_message_bytes
+        self._framer: Any = None if format == "auto" else self._make_framer(format)
+        self._sniff = b""
+        self._closed = False
+        self._turn: Turn | None = None
+
+    def _make_framer(self, fmt: str) -> Any:
+        if fmt == "sse":
+            return SSEDecoder(self._max)
+        if fmt == "jsonl":
+            return JSONLinesDecoder(self._max)
+        if fmt == "json":
+            return JSONBodyDecoder(self._max)
+        return JSONValuesDecoder(self._max)
+
+    @property
+    def detected_format(self) -> str | None:
+        """The format in use (for ``auto``: None until the first significant byte arrived)."""
+        if self._framer is None:
+            return None
+        return {SSEDecoder: "sse", JSONLinesDecoder: "jsonl", JSONBodyDecoder: "json",
+                JSONValuesDecoder: "json-values"}[type(self._framer)]
+
+    def feed(self, chunk: bytes | bytearray | memoryview | str) -> list[Event]:
+        """Feed the next piece of the response; return the events it completed."""
+        if self._closed:
+            raise UsageError("feed() after close()")
+        if isinstance(chunk, str):
+            chunk = chunk.encode("utf-8")
+        elif not isinstance(chunk, bytes):
+            chunk = bytes(chunk)
+        framer = self._framer
+        if framer is None:
+            self._sniff += chunk
+            head = self._sniff.lstrip(b"\xef\xbb\xbf \t\r\n")
+            if not head:
+                if len(self._sniff) > self._max:
+                    self._fail_framing(FramingError("input is only white space", limit=self._max,
+                                                    size=len(self._sniff), code="message_too_large"))
+                return []
+            framer = self._framer = self._make_framer("values" if head[:1] in (b"{", b"[") else "sse")
+            chunk, self._sniff = self._sniff, b""
+        try:
+            payloads = framer.feed(chunk)
+        except FramingError as exc:
+            self._fail_framing(exc)
+        codec = self._codec
+        on_payload = codec.on_payload
+        if type(framer) is SSEDecoder:
+            for msg in payloads:
+                on_payload(msg.event, msg.data)
+        else:
+            for data in payloads:
+                on_payload(None, data)
+        return codec.asm.take_events()
+
+    def _fail_framing(self, exc: FramingError) -> None:
+        exc.provider = self.provider
+        asm = self._codec.asm
+        asm.stream_error(StreamError(type="framing_error", message=str(exc), code=exc.code))
+        self._finish()
+        raise exc
+
+    def close(self) -> list[Event]:
+        """End of input: apply the end-of-stream rules; return the last events, ending with TurnFinished."""
+        if self._closed:
+            return []
+        framer = self._framer
+        codec = self._codec
+        if framer is not None:
+            pending = getattr(framer, "has_pending", False)
+            payloads = framer.close()
+            codec.asm.closing = type(framer) is not JSONBodyDecoder
+            if type(framer) is SSEDecoder:
+                for msg in payloads:
+                    codec.on_payload(msg.event, msg.data)
+            else:
+                for data in payloads:
+                    codec.on_payload(None, data)
+                if type(framer) is JSONValuesDecoder and pending and not codec.asm.failed:
+                    codec.asm.protocol_error("the input ended inside a JSON value")
+        return self._finish()
+
+    def _finish(self) -> list[Event]:
+        from .types import TurnFinished
+
+        codec = self._codec
+        asm = codec.asm
+        if not self._closed:
+            self._closed = True
+            if asm.understood == 0 and asm.error is None:
+                asm.stream_error(StreamError(
+                    type="no_payload",
+                    message=f"no {self.provider} payload found in the input"
+                            + (" (it is empty)" if asm.position == 0 else "")))
+            codec.on_close()
+            self._turn = asm.build_turn(codec.assistant_message())
+            asm.release()
+        events = asm.take_events()
+        events.append(TurnFinished(turn=self._turn))
+        return events
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def usable(self) -> bool:
+        """False when nothing in the input could be understood as this dialect's data."""
+        asm = self._codec.asm
+        return asm.understood > 0 and (asm.error is None or asm.error.type != "framing_error")
+
+    @property
+    def turn(self) -> Turn:
+        """The Turn: final after ``close()``; before it, a snapshot of what has arrived so far."""
+        if self._turn is not None:
+            return self._turn
+        return self._codec.asm.build_turn(None)
+
+
+def parse(provider: str, data: bytes | str | Iterable[bytes], *, format: str = "auto",
+          max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> Turn:
+    """Parse one whole response of dialect ``provider`` and return its Turn.
+
+    ``data`` is bytes, str, or an iterable of byte chunks. ``format`` as for ``StreamParser`` (default
+    ``"auto"``). Raises ``UsageError`` for an unknown provider or format, ``FramingError`` when a message exceeds
+    ``max_message_bytes``; everything wrong in the provider's data is recorded on the Turn instead.
+    """
+    parser = StreamParser(provider, format=format, max_message_bytes=max_message_bytes)
+    if isinstance(data, (bytes, bytearray, memoryview, str)):
+        parser.feed(data)
+    else:
+        for chunk in data:
+            parser.feed(chunk)
+    parser.close()
+    return parser.turn

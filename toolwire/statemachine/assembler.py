@@ -1,0 +1,368 @@
+"""The stream assembler: feeds canonical call events into call FSMs, applies end-of-stream rules, builds a Turn.
+
+Codecs (one per dialect) translate wire events into calls on this object: ``open_call``, ``CallRecord.append``,
+``complete``, ``finish_choice``, ``stream_error`` … The assembler knows no provider field names. Its rules:
+
+* A call is completed only by ``complete()``, which a codec calls on its dialect's terminator; the arguments
+  are parsed then, once. Arguments that do not parse leave the call ``complete`` with ``args`` None and a typed
+  problem (it will be rejected, never run).
+* ``finish_choice()`` with a length or content-filter reason truncates the open calls of that choice; an error
+  truncates every open call and puts the stream in a terminal state (later payloads are ignored).
+* ``end_of_stream()`` truncates every call still open and records ``stream_cut`` when no terminal event came.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import msgspec
+
+from .. import _log
+from ..errors import InvalidTransition
+from ..types import (
+    ArgumentsReceived,
+    CallAnnounced,
+    CallCompleted,
+    CallErrored,
+    CallKind,
+    CallState,
+    CallTruncated,
+    Choice,
+    Event,
+    FinishReason,
+    ProblemCode,
+    ServerCall,
+    ServerCallSeen,
+    StreamError,
+    StreamFailed,
+    TextReceived,
+    Turn,
+    TurnFinished,
+)
+from .call import CallRecord
+
+__all__ = ["Assembler"]
+
+_json_decode = msgspec.json.decode
+_ACC = CallState.ACCUMULATING
+_ANN = CallState.ANNOUNCED
+_OPEN = (CallState.ANNOUNCED, CallState.ACCUMULATING)
+
+
+def _split_json_values(text: str) -> list[str] | None:
+    """Split ``text`` into consecutive top-level JSON objects; None if it is not such a sequence."""
+    values: list[str] = []
+    depth = 0
+    in_str = False
+    esc = False
+    start = -1
+    for i, ch in enumerate(text):
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+            continue
+        if ch == '"':
+            in_str = True
+        elif ch in "{[":
+            if depth == 0:
+                if ch != "{":
+                    return None
+                start = i
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+            if depth < 0:
+                return None
+            if depth == 0:
+                values.append(text[start:i + 1])
+        elif depth == 0 and not ch.isspace():
+            return None
+    if depth != 0 or in_str:
+        return None
+    return values
+
+
+def recover_resent_arguments(frags: list[str]) -> tuple[str, str] | None:
+    """Recognise a server that resent the arguments instead of appending (PITFALL 2).
+
+    Returns ``(arguments, how)`` when every non-empty fragment starts with the previous one (cumulative resend:
+    the last fragment is the whole value) or the fragments are whole JSON objects each contained in the last
+    (``{}`` then the full object). Returns None otherwise. Only called when the plain concatenation is not JSON.
+    """
+    parts = [f for f in frags if f.strip()]
+    if len(parts) >= 2 and all(parts[i + 1].startswith(parts[i]) for i in range(len(parts) - 1)):
+        try:
+            _json_decode(parts[-1])
+        except msgspec.DecodeError:
+            return None
+        return parts[-1], "cumulative"
+    values = _split_json_values("".join(frags))
+    if values and len(values) >= 2:
+        try:
+            objs = [_json_decode(v) for v in values]
+        except msgspec.DecodeError:
+            return None
+        last = objs[-1]
+        if all(isinstance(o, dict) for o in objs) and all(
+            all(k in last and last[k] == v for k, v in o.items()) for o in objs[:-1]
+        ):
+            return values[-1], "duplicate_objects"
+    return None
+
+
+class _ChoiceState:
+    __slots__ = ("text", "emitted", "finish", "raw_finish")
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.emitted = 0
+        self.finish: FinishReason | None = None
+        self.raw_finish: str | None = None
+
+
+class Assembler:
+    """Collects one turn's calls. Used by codecs; applications use ``StreamParser`` / ``parse``."""
+
+    def __init__(self, provider: str, *, recover_resends: bool = False) -> None:
+        self.provider = provider
+        self.recover_resends = recover_resends
+        self.records: list[CallRecord] = []
+        self.events: list[Event] = []
+        self.choices: dict[int, _ChoiceState] = {}
+        self.error: StreamError | None = None
+        self.failed = False  # terminal error state: later payloads are ignored
+        self.finished = False  # the dialect's end-of-turn event arrived
+        self.response_id: str | None = None
+        self.model: str | None = None
+        self.usage: Any = None
+        self.position = 0  # number of payloads seen
+        self.understood = 0  # payloads recognised as this dialect's
+        self.closing = False  # payloads now come from the input's unterminated end
+        self._count: dict[int, int] = {}
+        self.position_of: Callable[[], int] = lambda: self.position
+
+    # ---- calls ----------------------------------------------------------------------------------------
+    def open_call(self, *, call_id: str | None, name: str | None, kind: CallKind = CallKind.FUNCTION,
+                  choice: int = 0, server: bool = False, server_type: str | None = None,
+                  meta: dict[str, Any] | None = None) -> CallRecord:
+        """Announce a new call and return its record."""
+        n = len(self.records)
+        index = self._count.get(choice, 0)
+        self._count[choice] = index + 1
+        rec = CallRecord(provider=self.provider, local_id=f"tw-{n}", call_id=call_id or None, name=name or None,
+                         kind=kind, index=index, choice=choice, server=server, server_type=server_type,
+                         meta=meta, position_of=self.position_of)
+        self.records.append(rec)
+        self.events.append(CallAnnounced(local_id=rec.local_id, call_id=rec.call_id, name=rec.name,
+                                         kind=kind, index=index, choice=choice))
+        return rec
+
+    def complete(self, rec: CallRecord, final: str | None = None) -> None:
+        """The dialect's terminator for ``rec`` arrived: finish it and parse its arguments once.
+
+        ``final`` is the provider's authoritative whole value (Responses ``.done``), compared with the deltas.
+        """
+        self._flush_args(rec)
+        rec.finish()
+        raw = rec.text()
+        if final is not None:
+            rec.final = final
+            if rec.frags and raw != final:
+                rec.raw = raw
+                rec.fail(ProblemCode.FINAL_MISMATCH,
+                         f"the provider's final arguments ({len(final)} chars) differ from the streamed ones "
+                         f"({len(raw)} chars)")
+                self._ended(rec)
+                return
+            raw = final
+        rec.raw = raw
+        self._parse(rec)
+        self._ended(rec)
+
+    def _parse(self, rec: CallRecord) -> None:
+        if rec.kind is CallKind.CUSTOM:
+            rec.args = None
+            return
+        raw = rec.raw
+        if not raw.strip():
+            rec.args = {}  # no-argument tools stream nothing (Anthropic partial_json "" only)
+            return
+        try:
+            value = _json_decode(raw)
+        except msgspec.DecodeError as exc:
+            recovered = recover_resent_arguments(rec.frags) if self.recover_resends else None
+            if recovered is None:
+                rec.args = None
+                rec.problem = _problem(ProblemCode.INVALID_JSON, f"arguments are not valid JSON: {exc}")
+                return
+            raw, how = recovered
+            rec.meta["reassembled"] = how
+            rec.raw = raw
+            value = _json_decode(raw)
+        if isinstance(value, dict):
+            rec.args = value
+        else:
+            rec.args = None
+            rec.problem = _problem(ProblemCode.NOT_AN_OBJECT,
+                                   f"arguments are a JSON {type(value).__name__}, not an object")
+
+    def truncate(self, rec: CallRecord, code: ProblemCode, message: str) -> None:
+        self._flush_args(rec)
+        if rec.is_open:
+            rec.raw = rec.text()
+        rec.truncate(code, message)
+        if rec.kind is not CallKind.CUSTOM:
+            rec.args = None
+        self._ended(rec)
+
+    def fail(self, rec: CallRecord, code: ProblemCode, message: str) -> None:
+        self._flush_args(rec)
+        if rec.is_open:
+            rec.raw = rec.text()
+        rec.fail(code, message)
+        rec.args = None
+        self._ended(rec)
+
+    def append_or_fail(self, rec: CallRecord, fragment: str) -> None:
+        """``rec.append`` for codecs: a fragment after the terminator fails the call instead of raising."""
+        try:
+            rec.append(fragment)
+        except InvalidTransition:
+            if rec.state is CallState.COMPLETE:
+                self.fail(rec, ProblemCode.FRAGMENT_AFTER_END, "argument fragment received after the call ended")
+            self.protocol_error(f"argument fragment for call {rec.call_id or rec.local_id} in state "
+                                f"{rec.state.value}")
+
+    def open_records(self, choice: int | None = None) -> list[CallRecord]:
+        return [r for r in self.records if r.is_open and (choice is None or r.choice == choice)]
+
+    def truncate_open(self, code: ProblemCode, message: str, choice: int | None = None) -> None:
+        for rec in self.open_records(choice):
+            self.truncate(rec, code, message)
+
+    def fail_open(self, code: ProblemCode, message: str) -> None:
+        for rec in self.open_records():
+            self.fail(rec, code, message)
+
+    def _ended(self, rec: CallRecord) -> None:
+        if rec.server:
+            if rec.state is CallState.COMPLETE:
+                self.events.append(ServerCallSeen(server_call=self._server_call(rec)))
+            return
+        state = rec.state
+        call = rec.to_call()
+        if state is CallState.COMPLETE:
+            self.events.append(CallCompleted(call=call))
+        elif state is CallState.TRUNCATED:
+            self.events.append(CallTruncated(call=call))
+        else:
+            self.events.append(CallErrored(call=call))
+
+    def _flush_args(self, rec: CallRecord) -> None:
+        n = len(rec.frags)
+        if n > rec.emitted:
+            text = "".join(rec.frags[rec.emitted:]) if n - rec.emitted > 1 else rec.frags[-1]
+            rec.emitted = n
+            self.events.append(ArgumentsReceived(local_id=rec.local_id, call_id=rec.call_id, text=text))
+
+    # ---- text, choices, the turn's end ---------------------------------------------------------------
+    def choice(self, index: int) -> _ChoiceState:
+        st = self.choices.get(index)
+        if st is None:
+            st = self.choices[index] = _ChoiceState()
+        return st
+
+    def add_text(self, text: str, choice: int = 0) -> None:
+        self.choice(choice).text.append(text)
+
+    def finish_choice(self, choice: int, reason: FinishReason, raw: str | None) -> None:
+        """Record how ``choice`` ended and truncate what a non-clean finish cut."""
+        st = self.choice(choice)
+        st.finish = reason
+        st.raw_finish = raw
+        if reason is FinishReason.LENGTH:
+            self.truncate_open(ProblemCode.CUT_BY_LENGTH, f"the turn hit its token limit ({raw})", choice)
+        elif reason is FinishReason.CONTENT_FILTER:
+            self.truncate_open(ProblemCode.CUT_BY_FILTER, f"the turn was stopped by a filter ({raw})", choice)
+        elif reason in (FinishReason.ERROR, FinishReason.OTHER):
+            self.truncate_open(ProblemCode.STREAM_ERROR, f"the turn ended abnormally ({raw})", choice)
+
+    def stream_error(self, error: StreamError, code: ProblemCode = ProblemCode.STREAM_ERROR) -> None:
+        """The provider reported an error (or sent garbage): open calls end, later payloads are ignored."""
+        if self.error is None:
+            self.error = error
+            self.events.append(StreamFailed(error=error))
+            _log.emit(_log.WARNING, "stream.error", provider=self.provider, type=error.type,
+                      message=error.message, position=self.position)
+        self.failed = True
+        if code is ProblemCode.PROTOCOL_ERROR:
+            self.fail_open(code, error.message)
+        else:
+            self.truncate_open(code, error.message)
+
+    def protocol_error(self, message: str, data: bytes | str | None = None) -> None:
+        from ..errors import excerpt
+
+        self.stream_error(StreamError(type="protocol_error", message=message, raw=excerpt(data) or None),
+                          ProblemCode.PROTOCOL_ERROR)
+
+    def end_of_stream(self) -> None:
+        """The byte stream closed: every call still open is truncated; a missing end event is ``stream_cut``."""
+        if not self.finished and self.error is None:
+            self.stream_error(StreamError(type="stream_cut", message="the stream ended before the turn finished"),
+                              ProblemCode.STREAM_CUT)
+        self.truncate_open(ProblemCode.STREAM_CUT, "the stream ended before the call's terminator")
+
+    # ---- events and the Turn -------------------------------------------------------------------------
+    def take_events(self) -> list[Event]:
+        for rec in self.records:
+            if rec.state is _ACC and len(rec.frags) > rec.emitted:
+                self._flush_args(rec)
+        for idx, st in self.choices.items():
+            if len(st.text) > st.emitted:
+                text = "".join(st.text[st.emitted:])
+                st.emitted = len(st.text)
+                self.events.append(TextReceived(text=text, choice=idx))
+        events, self.events = self.events, []
+        return events
+
+    def _server_call(self, rec: CallRecord) -> ServerCall:
+        return ServerCall(provider=self.provider, call_id=rec.call_id, name=rec.name,
+                          type=rec.server_type or "server_tool", index=rec.index,
+                          input=rec.args if rec.args is not None else (rec.raw or None), choice=rec.choice)
+
+    def build_turn(self, assistant_message: Any = None) -> Turn:
+        first = self.choices.get(0) or (next(iter(self.choices.values())) if self.choices else None)
+        calls = [r.to_call() for r in self.records if not r.server]
+        server = [self._server_call(r) for r in self.records if r.server]
+        choices = [Choice(index=i, finish_reason=st.finish, raw_finish_reason=st.raw_finish, text="".join(st.text))
+                   for i, st in sorted(self.choices.items())] if len(self.choices) > 1 else []
+        return Turn(
+            provider=self.provider, calls=calls, server_calls=server,
+            text="".join(first.text) if first else "",
+            finish_reason=first.finish if first else None,
+            raw_finish_reason=first.raw_finish if first else None,
+            error=self.error, response_id=self.response_id, model=self.model, usage=self.usage,
+            choices=choices, assistant_message=assistant_message,
+        )
+
+    def release(self) -> None:
+        """Detach every call from the shared Machine (called once the stream is closed)."""
+        for rec in self.records:
+            rec.release()
+        for rec in self.records:
+            if not rec.server and _log.enabled(_log.INFO):
+                _log.emit(_log.INFO, "call.parsed", provider=self.provider, call_id=rec.call_id,
+                          local_id=rec.local_id, name=rec.name, state=rec.state.value,
+                          problem=rec.problem.code.value if rec.problem else None,
+                          fragments=len(rec.frags), bytes=len(rec.raw))
+
+
+def _problem(code: ProblemCode, message: str):
+    from ..types import Problem
+
+    return Problem(code, message)

@@ -1,0 +1,151 @@
+"""One call in flight: the model attached to the shared call Machine.
+
+Triggers are methods (``receive``, ``finish``, ``truncate``, ``fail``, ``reject``, ``dispatch``, ``answer``)
+that go through ``transitions``; an invalid one logs ``call.invalid_transition`` and raises ``InvalidTransition``.
+``append`` is the per-fragment hot path: a plain state check equivalent to the table's internal transition.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from transitions import MachineError
+
+from .. import _log
+from ..errors import InvalidTransition
+from ..types import CallKind, CallState, Problem, ProblemCode, ToolCall
+from .table import MACHINE, Trigger
+
+__all__ = ["CallRecord", "Step"]
+
+_ACCUMULATING = CallState.ACCUMULATING
+_EVENTS = MACHINE.events
+
+
+class Step(tuple):
+    """One transition a call went through: (trigger, src, dst, position). ``position`` is the payload number
+    (1-based) that caused it, or None outside a stream."""
+
+    __slots__ = ()
+
+    def __new__(cls, trigger: str, src: CallState, dst: CallState, position: int | None):
+        return tuple.__new__(cls, (trigger, src, dst, position))
+
+    trigger = property(lambda self: self[0])
+    src = property(lambda self: self[1])
+    dst = property(lambda self: self[2])
+    position = property(lambda self: self[3])
+
+
+class CallRecord:
+    """A call being assembled, dispatched and answered. ``state`` is owned by the shared Machine."""
+
+    __slots__ = (
+        "state", "provider", "local_id", "call_id", "name", "kind", "index", "choice", "server", "server_type",
+        "frags", "initial", "final", "args", "raw", "problem", "meta", "history", "emitted", "position_of",
+        "alias_ids", "__weakref__",
+    )
+
+    def __init__(self, *, provider: str, local_id: str, call_id: str | None, name: str | None,
+                 kind: CallKind = CallKind.FUNCTION, index: int = 0, choice: int = 0, server: bool = False,
+                 server_type: str | None = None, meta: dict[str, Any] | None = None,
+                 position_of=None) -> None:
+        self.provider = provider
+        self.local_id = local_id
+        self.call_id = call_id
+        self.name = name
+        self.kind = kind
+        self.index = index
+        self.choice = choice
+        self.server = server
+        self.server_type = server_type
+        self.frags: list[str] = []
+        self.initial: str | None = None  # arguments given whole at the start (Anthropic input, unary bodies)
+        self.final: str | None = None  # the provider's authoritative final value, when it sends one
+        self.args: Any = None
+        self.raw: str = ""
+        self.problem: Problem | None = None
+        self.meta: dict[str, Any] = meta if meta is not None else {}
+        self.history: list[Step] = []
+        self.emitted = 0  # fragments already reported in an ArgumentsReceived event
+        self.position_of = position_of  # callable giving the current payload number
+        self.alias_ids: list[str] | None = None
+        MACHINE.add_model(self)
+
+    # ---- the hot path ---------------------------------------------------------------------------------
+    def append(self, fragment: str) -> None:
+        """Add an argument fragment. Raises ``InvalidTransition`` unless the call is announced or accumulating."""
+        if self.state is _ACCUMULATING:
+            self.frags.append(fragment)
+        else:
+            self._trigger(Trigger.RECEIVE)
+            self.frags.append(fragment)
+
+    # ---- triggers -------------------------------------------------------------------------------------
+    def _trigger(self, trigger: Trigger) -> None:
+        src = self.state
+        try:
+            _EVENTS[trigger.value].trigger(self)
+        except MachineError:
+            _log.emit(_log.WARNING, "call.invalid_transition", provider=self.provider, call_id=self.call_id,
+                      local_id=self.local_id, name=self.name, state=src.value, trigger=trigger.value)
+            raise InvalidTransition(call_id=self.call_id, local_id=self.local_id, state=src.value,
+                                    trigger=trigger.value) from None
+        dst = self.state
+        pos = self.position_of() if self.position_of is not None else None
+        self.history.append(Step(trigger.value, src, dst, pos))
+        if _log.enabled(_log.DEBUG):
+            _log.emit(_log.DEBUG, "call.transition", provider=self.provider, call_id=self.call_id,
+                      local_id=self.local_id, name=self.name, src=src.value, dst=dst.value,
+                      trigger=trigger.value, position=pos)
+
+    def receive(self) -> None:
+        self._trigger(Trigger.RECEIVE)
+
+    def finish(self) -> None:
+        self._trigger(Trigger.FINISH)
+
+    def truncate(self, code: ProblemCode, message: str) -> None:
+        self._trigger(Trigger.TRUNCATE)
+        self.problem = Problem(code, message)
+
+    def fail(self, code: ProblemCode, message: str) -> None:
+        self._trigger(Trigger.FAIL)
+        self.problem = Problem(code, message)
+
+    def reject(self) -> None:
+        self._trigger(Trigger.REJECT)
+
+    def dispatch(self) -> None:
+        self._trigger(Trigger.DISPATCH)
+
+    def answer(self) -> None:
+        self._trigger(Trigger.ANSWER)
+
+    # ---- views ----------------------------------------------------------------------------------------
+    @property
+    def is_open(self) -> bool:
+        """True while the call can still receive fragments (announced or accumulating)."""
+        return self.state is _ACCUMULATING or self.state is CallState.ANNOUNCED
+
+    def text(self) -> str:
+        """The argument text received so far (fragments joined, or the whole initial value)."""
+        if self.frags:
+            return "".join(self.frags)
+        return self.initial or ""
+
+    def release(self) -> None:
+        """Detach from the shared Machine (the call keeps its last state)."""
+        MACHINE.remove_model(self)
+
+    def to_call(self) -> ToolCall:
+        raw = self.raw if self.state is not CallState.ANNOUNCED and self.state is not _ACCUMULATING else self.text()
+        return ToolCall(
+            provider=self.provider, local_id=self.local_id, call_id=self.call_id, index=self.index,
+            name=self.name, kind=self.kind, args=self.args if isinstance(self.args, dict) else None,
+            raw_arguments=raw, state=self.state, problem=self.problem, choice=self.choice,
+            provider_meta=dict(self.meta),
+        )
+
+    def __repr__(self) -> str:  # pragma: no cover - debugging aid
+        return f"<CallRecord {self.local_id} {self.call_id!r} {self.name!r} {self.state.value}>"

@@ -1,0 +1,113 @@
+"""The call state machine: every state, trigger and transition, in this one module.
+
+Theory of operation
+-------------------
+Each tool call in flight is a model attached to one shared ``transitions.Machine`` built from ``TRANSITIONS``
+below (allocated once per process, as h2 does, because a Machine per call costs hundreds of microseconds).
+
+    announced --receive--> accumulating --finish--> complete --dispatch--> dispatched --answer--> answered
+        |                      |                       |
+        +--finish--> complete  +--truncate--> truncated  +--reject--> rejected --answer--> answered
+        +--truncate/fail-->    +--fail--> errored        +--truncate/fail--> truncated/errored
+
+* A call becomes ``complete`` only through ``finish``, which the assembler fires on the dialect's terminator.
+* ``truncated`` and ``errored`` are terminal: no trigger leaves them, so such a call can never be dispatched.
+* ``complete`` can still become ``truncated`` (the token limit cut the turn right after this call's block
+  closed) or ``errored`` (the provider's authoritative final value disagrees, or a fragment arrives after the
+  terminator).
+* ``answer`` leaves ``dispatched`` and ``rejected`` only, so a second answer is an invalid transition.
+
+Argument fragments do not fire a trigger each: the first fragment fires ``receive`` (announced → accumulating)
+and later ones are accepted by a plain state check that is equivalent to the internal transition
+``accumulating --receive--> accumulating`` listed in the table; a fragment in any other state fires ``receive``
+for real, which fails and is reported as an invalid transition.
+
+Diagrams (``toolwire diagram``) are generated from ``TRANSITIONS`` and a test checks the committed ones match.
+"""
+
+from __future__ import annotations
+
+import enum
+import weakref
+
+from transitions import Machine
+
+from ..types import CallState
+
+__all__ = ["CallState", "Trigger", "TRANSITIONS", "TERMINAL_STATES", "MACHINE", "next_state"]
+
+S = CallState
+
+
+class Trigger(str, enum.Enum):
+    RECEIVE = "receive"
+    FINISH = "finish"
+    TRUNCATE = "truncate"
+    FAIL = "fail"
+    REJECT = "reject"
+    DISPATCH = "dispatch"
+    ANSWER = "answer"
+
+
+T = Trigger
+
+#: (trigger, sources, destination); ``None`` as destination is an internal transition (no state change).
+TRANSITIONS: tuple[tuple[Trigger, tuple[CallState, ...], CallState | None], ...] = (
+    (T.RECEIVE, (S.ANNOUNCED,), S.ACCUMULATING),
+    (T.RECEIVE, (S.ACCUMULATING,), None),
+    (T.FINISH, (S.ANNOUNCED, S.ACCUMULATING), S.COMPLETE),
+    (T.TRUNCATE, (S.ANNOUNCED, S.ACCUMULATING, S.COMPLETE), S.TRUNCATED),
+    (T.FAIL, (S.ANNOUNCED, S.ACCUMULATING, S.COMPLETE), S.ERRORED),
+    (T.REJECT, (S.COMPLETE,), S.REJECTED),
+    (T.DISPATCH, (S.COMPLETE,), S.DISPATCHED),
+    (T.ANSWER, (S.DISPATCHED, S.REJECTED), S.ANSWERED),
+)
+
+#: States no trigger leaves.
+TERMINAL_STATES = frozenset({S.TRUNCATED, S.ERRORED, S.ANSWERED})
+
+_NEXT: dict[tuple[CallState, Trigger], CallState | None] = {
+    (src, trig): dst for trig, sources, dst in TRANSITIONS for src in sources
+}
+
+
+def next_state(state: CallState, trigger: Trigger) -> CallState | None | bool:
+    """Return the destination of ``trigger`` from ``state`` (``None`` for an internal transition), or ``False``
+    when the trigger is not allowed there. A pure lookup in the table, for tests and tools."""
+    return _NEXT.get((state, trigger), False)
+
+
+class _SharedMachine(Machine):
+    """A ``Machine`` whose models define their trigger methods themselves.
+
+    ``Machine.add_model`` binds a partial per trigger and an ``is_<state>`` helper per state onto every model
+    (about 100 µs a call); call models already have explicit trigger methods, so registering one only sets its
+    initial state and records it in ``models`` (a weak mapping used as a set, so removal is O(1)).
+    """
+
+    def add_model(self, model, initial=None):  # noqa: D401 - same contract as Machine.add_model
+        self.set_state(self.initial if initial is None else initial, model=model)
+        self.models[model] = None
+
+    def remove_model(self, model):
+        self.models.pop(model, None)
+
+
+def _build() -> _SharedMachine:
+    m = _SharedMachine(
+        model=None,
+        states=CallState,
+        initial=S.ANNOUNCED,
+        auto_transitions=False,
+        send_event=False,
+        ignore_invalid_triggers=False,
+    )
+    for trig, sources, dst in TRANSITIONS:
+        m.add_transition(trig.value, list(sources), dst)
+    # O(1) add and remove for many calls in flight; weak, so a parser dropped without close() leaks nothing
+    m.models = weakref.WeakKeyDictionary()
+    return m
+
+
+#: The one Machine every call is attached to.
+MACHINE = _build()
