@@ -41,7 +41,8 @@ class SSEMessage(msgspec.Struct, gc=False):
     """One dispatched Server-Sent Event.
 
     ``event`` is None when the message had no ``event:`` field (the WHATWG default type "message");
-    ``data`` is the joined data lines, as bytes; ``id`` and ``retry`` are the fields of this message, if any.
+    ``data`` is the joined data lines, as bytes; ``id`` is the last event id seen so far in the stream (it
+    persists across messages, as the standard says); ``retry`` is this message's reconnection time, if any.
     """
 
     data: bytes
@@ -126,13 +127,15 @@ class SSEDecoder:
                 if data:
                     out.append(SSEMessage(b"\n".join(data), self._event, self._id, self._retry))
                     data = self._data = []
-                self._event = self._id = self._retry = None
+                self._event = self._retry = None  # the last event id persists, as the standard says
                 self._pending = 0
                 continue
             first = line[0]
             if first == 100 and line[:6] == b"data: ":  # 'd': the hot path
                 data.append(line[6:])
                 self._pending += len(line)
+                if self._pending > self._max:
+                    raise _too_big("SSE message", self._pending, self._max, line)
                 continue
             if first == 58:  # ':' comment
                 continue
@@ -145,8 +148,10 @@ class SSEDecoder:
             if field == b"data":
                 data.append(value)
                 self._pending += len(line)
+                if self._pending > self._max:
+                    raise _too_big("SSE message", self._pending, self._max, line)
             elif field == b"event":
-                self._event = value.decode("utf-8", "replace")
+                self._event = value.decode("utf-8", "replace") or None  # empty: the default type
             elif field == b"id":
                 if b"\x00" not in value:
                     self._id = value.decode("utf-8", "replace")
@@ -169,7 +174,7 @@ class SSEDecoder:
         if self._data:
             out.append(SSEMessage(b"\n".join(self._data), self._event, self._id, self._retry))
         self._data = []
-        self._event = self._id = self._retry = None
+        self._event = self._retry = None
         self._pending = 0
         return out
 
@@ -309,6 +314,7 @@ class JSONValuesDecoder:
                 c = buf[pos]
                 if c == 91 and self._unwrap and not self._in_array and self._depth == 0:  # '['
                     self._in_array = True
+                    self._array_closed = False
                     self._base = 1
                     pos += 1
                     continue
@@ -350,6 +356,8 @@ class JSONValuesDecoder:
             else:
                 self._depth -= 1
                 if self._depth == 0:
+                    if pos - self._start > self._max:
+                        raise _too_big("JSON value", pos - self._start, self._max, buf[self._start:self._start + 200])
                     out.append(buf[self._start:pos])
                     self._start = -1
         # drop what was consumed
