@@ -72,6 +72,37 @@ class CallRecord:
         self.alias_ids: list[str] | None = None
         MACHINE.add_model(self)
 
+    @classmethod
+    def resume(cls, call: ToolCall, position_of=None) -> "CallRecord":
+        """A record for an already-parsed ``call``, attached to the shared Machine in the call's state.
+
+        The dispatcher drives dispatch-side transitions (reject, dispatch, answer) through it, so the same
+        table guards them: a truncated or errored call cannot be dispatched, an answered one not answered again.
+        """
+        rec = cls.__new__(cls)
+        rec.provider = call.provider
+        rec.local_id = call.local_id
+        rec.call_id = call.call_id
+        rec.name = call.name
+        rec.kind = call.kind
+        rec.index = call.index
+        rec.choice = call.choice
+        rec.server = False
+        rec.server_type = None
+        rec.frags = []
+        rec.initial = call.raw_arguments
+        rec.final = None
+        rec.args = call.args
+        rec.raw = call.raw_arguments
+        rec.problem = call.problem
+        rec.meta = dict(call.provider_meta)
+        rec.history = []
+        rec.emitted = 0
+        rec.position_of = position_of
+        rec.alias_ids = None
+        MACHINE.add_model(rec, initial=call.state)
+        return rec
+
     # ---- the hot path ---------------------------------------------------------------------------------
     def append(self, fragment: str) -> None:
         """Add an argument fragment. Raises ``InvalidTransition`` unless the call is announced or accumulating."""
