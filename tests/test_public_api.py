@@ -19,6 +19,7 @@ PINNED_ALL = [
     # data
     "Turn",
     "ToolCall",
+    "Transition",
     "ServerCall",
     "Choice",
     "CallState",

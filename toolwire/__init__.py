@@ -31,6 +31,7 @@ from .types import (
     StreamFailed,
     TextReceived,
     ToolCall,
+    Transition,
     Turn,
     TurnFinished,
 )
@@ -43,6 +44,7 @@ __all__ = [
     # data
     "Turn",
     "ToolCall",
+    "Transition",
     "ServerCall",
     "Choice",
     "CallState",

@@ -25,6 +25,9 @@ INFO = logging.INFO
 WARNING = logging.WARNING
 ERROR = logging.ERROR
 
+#: set by ``toolwire.logs.configure_logging(log_arguments=True)``: argument values may then be logged
+LOG_ARGUMENTS = False
+
 stdlib_logger = logging.getLogger("toolwire")
 stdlib_logger.addHandler(logging.NullHandler())
 

@@ -1,4 +1,4 @@
-"""The ``toolwire`` command line.
+"""The ``toolwire`` command line: ``parse``, ``trace``, ``diagram``.
 
 ``toolwire parse --provider P [--format auto|sse|jsonl|json] [--fragment SEED] [FILE|-]`` prints one JSON
 document describing the turn. Exit codes: 0 a turn was produced (truncated calls included: their state says so),
@@ -13,9 +13,10 @@ import random
 import sys
 from typing import Any, Iterator, Sequence
 
-from . import __version__
+from . import __version__, diagram, trace
 from .codecs import PROVIDERS
 from .errors import FramingError, UsageError
+from .logs import configure_logging
 from .parser import FORMATS, StreamParser
 from .types import ServerCall, ToolCall, Turn
 
@@ -108,11 +109,52 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+def _cmd_diagram(args: argparse.Namespace) -> int:
+    text = diagram.render(args.format)
+    if args.out:
+        with open(args.out, "w") as fh:
+            fh.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _cmd_trace(args: argparse.Namespace) -> int:
+    try:
+        data = _read_input(args.file)
+    except OSError as exc:
+        print(f"toolwire trace: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    parser = StreamParser(args.provider, format=args.format)
+    failed = False
+    try:
+        parser.feed(data)
+        parser.close()
+    except FramingError:
+        failed = True
+    turn = parser.turn
+    sys.stdout.write(trace.format_trace(turn))
+    if args.diagram:
+        for path in trace.write_call_diagrams(turn, args.diagram, args.diagram_format):
+            print(f"wrote {path}", file=sys.stderr)
+    return 0 if not failed and parser.usable else 1
+
+
+def _logging_options() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--log-format", choices=("json", "console"), default="console",
+                        help="how toolwire's structured logs are printed on stderr (default console)")
+    common.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="warning",
+                        help="the lowest level printed (default warning)")
+    return common
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="toolwire", description="Tool-call harness core: parse provider tool calls.")
     p.add_argument("--version", action="version", version=f"toolwire {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    pp = sub.add_parser("parse", help="parse one model response and print its calls as JSON")
+    common = _logging_options()
+    pp = sub.add_parser("parse", help="parse one model response and print its calls as JSON", parents=[common])
     pp.add_argument("--provider", required=True, metavar="P",
                     help=f"dialect of the input: {', '.join(PROVIDERS)}")
     pp.add_argument("--format", default="auto", choices=FORMATS,
@@ -121,14 +163,31 @@ def build_parser() -> argparse.ArgumentParser:
                     help="feed the input in pieces of random size (1 to 64 bytes) chosen by SEED")
     pp.add_argument("file", nargs="?", default="-", metavar="FILE", help="input file, or - for stdin (default)")
     pp.set_defaults(func=_cmd_parse)
+
+    pd = sub.add_parser("diagram", help="print the call state diagram, generated from the transition table",
+                        parents=[common])
+    pd.add_argument("--format", default="mermaid", choices=diagram.FORMATS,
+                    help="mermaid (default; needs nothing), dot (Graphviz source), svg (needs Graphviz's dot)")
+    pd.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout")
+    pd.set_defaults(func=_cmd_diagram)
+
+    pt = sub.add_parser("trace", help="replay a captured stream and print each call's path through the machine",
+                        parents=[common])
+    pt.add_argument("--provider", required=True, metavar="P", help=f"dialect of the input: {', '.join(PROVIDERS)}")
+    pt.add_argument("--format", default="auto", choices=FORMATS, help="as for parse")
+    pt.add_argument("--diagram", metavar="DIR", help="also write one diagram per call, its path highlighted")
+    pt.add_argument("--diagram-format", default="mermaid", choices=diagram.FORMATS)
+    pt.add_argument("file", nargs="?", default="-", metavar="FILE", help="input file, or - for stdin (default)")
+    pt.set_defaults(func=_cmd_trace)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command == "parse" and args.provider not in PROVIDERS:
+    if getattr(args, "provider", None) is not None and args.provider not in PROVIDERS:
         parser.error(f"unknown provider {args.provider!r} (choose from {', '.join(PROVIDERS)})")
+    configure_logging(args.log_format, args.log_level)
     try:
         return args.func(args)
     except UsageError as exc:

@@ -17,6 +17,7 @@ __all__ = [
     "ProblemCode",
     "Problem",
     "StreamError",
+    "Transition",
     "ToolCall",
     "ServerCall",
     "Choice",
@@ -113,6 +114,16 @@ class StreamError(msgspec.Struct, frozen=True):
     raw: Any = None
 
 
+class Transition(msgspec.Struct, frozen=True, gc=False):
+    """One step of a call's path through the state machine: ``position`` is the number (1-based) of the
+    provider payload that caused it, or None outside a stream."""
+
+    trigger: str
+    src: CallState
+    dst: CallState
+    position: int | None = None
+
+
 class ToolCall(msgspec.Struct, kw_only=True):
     """One call, canonical.
 
@@ -134,6 +145,8 @@ class ToolCall(msgspec.Struct, kw_only=True):
     problem: Problem | None = None
     choice: int = 0
     provider_meta: dict[str, Any] = msgspec.field(default_factory=dict)
+    history: list[Transition] = msgspec.field(default_factory=list)
+    announced_at: int | None = None
 
     @property
     def runnable(self) -> bool:

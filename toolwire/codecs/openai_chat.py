@@ -145,7 +145,7 @@ class OpenAIChatCodec(Codec):
         if choices is None:
             if _log.enabled(_log.DEBUG):
                 _log.emit(_log.DEBUG, "payload.skipped", provider=self.provider, reason="no choices",
-                          position=asm.position)
+                          type=chunk.object, position=asm.position)
             return
         asm.understood += 1
         if chunk.id and asm.response_id is None:

@@ -356,10 +356,11 @@ class Assembler:
             rec.release()
         for rec in self.records:
             if not rec.server and _log.enabled(_log.INFO):
+                extra = {"arguments": rec.raw} if _log.LOG_ARGUMENTS else {}
                 _log.emit(_log.INFO, "call.parsed", provider=self.provider, call_id=rec.call_id,
                           local_id=rec.local_id, name=rec.name, state=rec.state.value,
                           problem=rec.problem.code.value if rec.problem else None,
-                          fragments=len(rec.frags), bytes=len(rec.raw))
+                          fragments=len(rec.frags), bytes=len(rec.raw), **extra)
 
 
 def _problem(code: ProblemCode, message: str):

@@ -13,7 +13,7 @@ from transitions import MachineError
 
 from .. import _log
 from ..errors import InvalidTransition
-from ..types import CallKind, CallState, Problem, ProblemCode, ToolCall
+from ..types import CallKind, CallState, Problem, ProblemCode, ToolCall, Transition
 from .table import MACHINE, Trigger
 
 __all__ = ["CallRecord", "Step"]
@@ -43,7 +43,7 @@ class CallRecord:
     __slots__ = (
         "state", "provider", "local_id", "call_id", "name", "kind", "index", "choice", "server", "server_type",
         "frags", "initial", "final", "args", "raw", "problem", "meta", "history", "emitted", "position_of",
-        "alias_ids", "__weakref__",
+        "alias_ids", "announced_at", "__weakref__",
     )
 
     def __init__(self, *, provider: str, local_id: str, call_id: str | None, name: str | None,
@@ -70,6 +70,7 @@ class CallRecord:
         self.emitted = 0  # fragments already reported in an ArgumentsReceived event
         self.position_of = position_of  # callable giving the current payload number
         self.alias_ids: list[str] | None = None
+        self.announced_at = position_of() if position_of is not None else None
         MACHINE.add_model(self)
 
     @classmethod
@@ -96,10 +97,11 @@ class CallRecord:
         rec.raw = call.raw_arguments
         rec.problem = call.problem
         rec.meta = dict(call.provider_meta)
-        rec.history = []
         rec.emitted = 0
         rec.position_of = position_of
         rec.alias_ids = None
+        rec.announced_at = call.announced_at
+        rec.history = [Step(t.trigger, t.src, t.dst, t.position) for t in call.history]
         MACHINE.add_model(rec, initial=call.state)
         return rec
 
@@ -176,6 +178,8 @@ class CallRecord:
             name=self.name, kind=self.kind, args=self.args if isinstance(self.args, dict) else None,
             raw_arguments=raw, state=self.state, problem=self.problem, choice=self.choice,
             provider_meta=dict(self.meta),
+            history=[Transition(t, a, b, p) for t, a, b, p in self.history],
+            announced_at=self.announced_at,
         )
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid

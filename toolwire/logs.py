@@ -1,0 +1,105 @@
+"""The structured-log catalogue, and a helper that sets up structlog for applications.
+
+toolwire never configures logging on import. ``configure_logging()`` is for applications (and the CLI) that
+want toolwire's events printed: JSON lines for production, a console renderer for development.
+
+Every event toolwire emits is listed in ``CATALOGUE`` (name → level, keys, when); a test checks that every
+``_log.emit`` call in the package names a catalogued event and that emitted events carry exactly the
+documented keys. Argument values are never logged unless the application opts in (``log_arguments=True``:
+they can hold personal data); API keys and authorization headers never are.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any, NamedTuple, TextIO
+
+import structlog
+
+from . import _log
+from .errors import UsageError
+
+__all__ = ["CATALOGUE", "EventSpec", "configure_logging", "redact_secrets"]
+
+
+class EventSpec(NamedTuple):
+    level: str
+    keys: frozenset[str]
+    when: str
+
+
+def _spec(level: str, keys: str, when: str) -> EventSpec:
+    return EventSpec(level, frozenset(keys.split()), when)
+
+
+#: Every structlog event toolwire emits.
+CATALOGUE: dict[str, EventSpec] = {
+    "call.transition": _spec(
+        "debug", "provider call_id local_id name src dst trigger position",
+        "every state transition of a call (position: the payload that caused it, or null)"),
+    "call.invalid_transition": _spec(
+        "warning", "provider call_id local_id name state trigger",
+        "a trigger fired in a state that forbids it (InvalidTransition is raised, or the call is errored)"),
+    "call.parsed": _spec(
+        "info", "provider call_id local_id name state problem fragments bytes",
+        "once per call when its stream is closed, with its final state (plus `arguments` if opted in)"),
+    "stream.error": _spec(
+        "warning", "provider type message position",
+        "the provider reported an error in the stream, sent something unusable, or the stream was cut"),
+    "payload.skipped": _spec(
+        "debug", "provider reason type position",
+        "a payload of a type toolwire does not know (providers add event types) was skipped"),
+}
+
+_SECRET_KEYS = frozenset({"api_key", "authorization", "x-api-key", "x-goog-api-key", "proxy-authorization",
+                          "openai_api_key", "anthropic_api_key", "gemini_api_key", "google_api_key", "headers"})
+
+
+def redact_secrets(_logger: Any, _method: str, event_dict: dict[str, Any]) -> dict[str, Any]:
+    """structlog processor: replace the values of secret-bearing keys (api keys, auth headers) by ``[redacted]``."""
+    for key in list(event_dict):
+        if key.lower() in _SECRET_KEYS:
+            value = event_dict[key]
+            if key.lower() == "headers" and isinstance(value, dict):
+                event_dict[key] = {k: ("[redacted]" if k.lower() in _SECRET_KEYS else v) for k, v in value.items()}
+            else:
+                event_dict[key] = "[redacted]"
+    return event_dict
+
+
+_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
+
+
+def configure_logging(format: str = "console", level: str = "info", *, stream: TextIO | None = None,
+                      log_arguments: bool = False) -> None:
+    """Print toolwire's events: ``format`` "json" (one JSON object per line) or "console"; ``level`` one of
+    debug, info, warning, error; to ``stream`` (default stderr). ``log_arguments`` adds argument values to
+    ``call.parsed`` (off by default: they can hold personal data).
+
+    This configures structlog globally; call it from an application, never from a library. Raises
+    ``UsageError`` for an unknown format or level.
+    """
+    if format not in ("json", "console"):
+        raise UsageError(f"unknown log format {format!r}; expected json or console")
+    if level not in _LEVELS:
+        raise UsageError(f"unknown log level {level!r}; expected one of: {', '.join(_LEVELS)}")
+    renderer: Any
+    if format == "json":
+        renderer = structlog.processors.JSONRenderer()
+    else:
+        renderer = structlog.dev.ConsoleRenderer(colors=False)
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            redact_secrets,
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(_LEVELS[level]),
+        logger_factory=structlog.PrintLoggerFactory(stream or sys.stderr),
+        cache_logger_on_first_use=False,
+    )
+    _log.stdlib_logger.setLevel(_LEVELS[level])
+    _log.LOG_ARGUMENTS = log_arguments
