@@ -36,15 +36,22 @@ class StreamParser:
     Raises ``UsageError`` for an unknown provider or format, or when fed after ``close()``; ``FramingError``
     when one pending message exceeds ``max_message_bytes`` (the parser is then closed, its turn records the
     error). Mistakes in the provider's data never raise: they are recorded on the turn and its calls.
+
+    ``keep_calls=False`` is a streaming mode for gateways: each call is forgotten once its end event
+    (``CallCompleted`` / ``CallTruncated`` / ``CallErrored``) was returned, so memory is bounded by the calls
+    still open rather than the whole response; the final Turn then holds only calls still open at close and no
+    assistant message. (Chat Completions calls all end at the choice's finish_reason, so there they are held
+    until it arrives.)
     """
 
     def __init__(self, provider: str, *, format: str = "sse",
-                 max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
+                 max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, keep_calls: bool = True) -> None:
         if format not in FORMATS:
             raise UsageError(f"unknown format {format!r}; expected one of: {', '.join(FORMATS)}")
         self.provider = provider
         self.format = format
         self._codec = codec_for(provider)
+        self._codec.asm.keep_calls = keep_calls
         self._max = max_message_bytes
         self._framer: Any = None if format == "auto" else self._make_framer(format)
         self._sniff = b""

@@ -177,6 +177,7 @@ class AnthropicCodec(Codec):
         self._stop_reason: str | None = None
         self._stop_details: Any = None
         self._last_index: int | None = None
+        self._last_block: _BlockState | None = None
 
     # ---- payloads -------------------------------------------------------------------------------------
     def on_payload(self, event: str | None, data: bytes) -> None:
@@ -383,6 +384,11 @@ class AnthropicCodec(Codec):
             if rec.frags and rec.initial is not None:
                 rec.initial = None  # deltas replace the placeholder input, as the SDK does
             asm.complete(rec)
+        if not asm.keep_calls:
+            # streaming mode: nothing is kept for replay; only the last block is remembered (a max_tokens
+            # finish truncates it), so memory stays bounded by the blocks still open
+            self._last_block = blk
+            del self._blocks[index]
 
     def _message_stop(self) -> None:
         asm = self.asm
@@ -396,7 +402,7 @@ class AnthropicCodec(Codec):
             return
         if reason is FinishReason.LENGTH and self._last_index is not None:
             # the block the limit cut is truncated even when it was closed
-            last = self._blocks.get(self._last_index)
+            last = self._blocks.get(self._last_index, self._last_block)
             if last is not None and last.rec is not None and last.rec.state is CallState.COMPLETE:
                 asm.truncate(last.rec, ProblemCode.CUT_BY_LENGTH,
                              f"the turn hit its token limit ({raw}) in this call")
@@ -412,7 +418,10 @@ class AnthropicCodec(Codec):
 
     def assistant_message(self) -> Any:
         """``{"role": "assistant", "content": [blocks]}``, every block as received (thinking, signatures,
-        redacted thinking, server tool results), with streamed text, thinking and tool input filled in."""
+        redacted thinking, server tool results), with streamed text, thinking and tool input filled in.
+        None in streaming mode (``keep_calls=False``), which keeps nothing for replay."""
+        if not self.asm.keep_calls:
+            return None
         content = []
         for index in sorted(self._blocks):
             blk = self._blocks[index]
@@ -429,7 +438,7 @@ class AnthropicCodec(Codec):
                 rec = blk.rec
                 if isinstance(rec.args, dict):
                     block["input"] = rec.args
-                elif rec.frags or rec.initial:
+                elif rec.raw or rec.frags or rec.initial:
                     block["input"] = {}  # unparsable input is replaced when the history is repaired
             content.append(block)
         return {"role": "assistant", "content": content}

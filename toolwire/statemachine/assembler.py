@@ -127,10 +127,15 @@ class _ChoiceState:
 class Assembler:
     """Collects one turn's calls. Used by codecs; applications use ``StreamParser`` / ``parse``."""
 
-    def __init__(self, provider: str, *, recover_resends: bool = False) -> None:
+    def __init__(self, provider: str, *, recover_resends: bool = False, keep_calls: bool = True) -> None:
         self.provider = provider
         self.recover_resends = recover_resends
+        #: False: a call is forgotten once its end event was emitted (memory bounded by the open calls);
+        #: the Turn then holds only calls still open at close, and no assistant message
+        self.keep_calls = keep_calls
         self.records: list[CallRecord] = []
+        self._open: dict[int, CallRecord] = {}  # id(rec) -> rec, for the calls still open, in order
+        self._ordinal = 0
         self.events: list[Event] = []
         self.choices: dict[int, _ChoiceState] = {}
         self.error: StreamError | None = None
@@ -150,13 +155,16 @@ class Assembler:
                   choice: int = 0, server: bool = False, server_type: str | None = None,
                   meta: dict[str, Any] | None = None) -> CallRecord:
         """Announce a new call and return its record."""
-        n = len(self.records)
+        n = self._ordinal
+        self._ordinal = n + 1
         index = self._count.get(choice, 0)
         self._count[choice] = index + 1
         rec = CallRecord(provider=self.provider, local_id=f"tw-{n}", call_id=call_id or None, name=name or None,
                          kind=kind, index=index, choice=choice, server=server, server_type=server_type,
                          meta=meta, position_of=self.position_of)
-        self.records.append(rec)
+        if self.keep_calls:
+            self.records.append(rec)
+        self._open[id(rec)] = rec
         self.events.append(CallAnnounced(local_id=rec.local_id, call_id=rec.call_id, name=rec.name,
                                          kind=kind, index=index, choice=choice))
         return rec
@@ -238,7 +246,7 @@ class Assembler:
                                 f"{rec.state.value}")
 
     def open_records(self, choice: int | None = None) -> list[CallRecord]:
-        return [r for r in self.records if r.is_open and (choice is None or r.choice == choice)]
+        return [r for r in self._open.values() if r.is_open and (choice is None or r.choice == choice)]
 
     def truncate_open(self, code: ProblemCode, message: str, choice: int | None = None) -> None:
         for rec in self.open_records(choice):
@@ -249,6 +257,11 @@ class Assembler:
             self.fail(rec, code, message)
 
     def _ended(self, rec: CallRecord) -> None:
+        if self._open.pop(id(rec), None) is not None:
+            rec.emitted = len(rec.frags)
+            rec.frags = []  # ``raw`` holds the arguments from now on
+            if not self.keep_calls:
+                rec.release()
         if rec.server:
             if rec.state is CallState.COMPLETE:
                 self.events.append(ServerCallSeen(server_call=self._server_call(rec)))
@@ -319,7 +332,7 @@ class Assembler:
 
     # ---- events and the Turn -------------------------------------------------------------------------
     def take_events(self) -> list[Event]:
-        for rec in self.records:
+        for rec in self._open.values():
             if rec.state is _ACC and len(rec.frags) > rec.emitted:
                 self._flush_args(rec)
         for idx, st in self.choices.items():
@@ -337,8 +350,9 @@ class Assembler:
 
     def build_turn(self, assistant_message: Any = None) -> Turn:
         first = self.choices.get(0) or (next(iter(self.choices.values())) if self.choices else None)
-        calls = [r.to_call() for r in self.records if not r.server]
-        server = [self._server_call(r) for r in self.records if r.server]
+        records = self.records if self.keep_calls else list(self._open.values())
+        calls = [r.to_call() for r in records if not r.server]
+        server = [self._server_call(r) for r in records if r.server]
         choices = [Choice(index=i, finish_reason=st.finish, raw_finish_reason=st.raw_finish, text="".join(st.text))
                    for i, st in sorted(self.choices.items())] if len(self.choices) > 1 else []
         return Turn(
@@ -352,6 +366,8 @@ class Assembler:
 
     def release(self) -> None:
         """Detach every call from the shared Machine (called once the stream is closed)."""
+        for rec in self._open.values():
+            rec.release()
         for rec in self.records:
             rec.release()
         for rec in self.records:
@@ -360,7 +376,7 @@ class Assembler:
                 _log.emit(_log.INFO, "call.parsed", provider=self.provider, call_id=rec.call_id,
                           local_id=rec.local_id, name=rec.name, state=rec.state.value,
                           problem=rec.problem.code.value if rec.problem else None,
-                          fragments=len(rec.frags), bytes=len(rec.raw), **extra)
+                          fragments=max(rec.emitted, len(rec.frags)), bytes=len(rec.raw), **extra)
 
 
 def _problem(code: ProblemCode, message: str):

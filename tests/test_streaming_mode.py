@@ -1,0 +1,67 @@
+"""keep_calls=False: a gateway's streaming mode whose memory is bounded by the calls still open."""
+
+from __future__ import annotations
+
+import gc
+import tracemalloc
+
+import toolwire
+from toolwire.statemachine.table import MACHINE
+
+from .wire import anthropic_events, sse
+
+
+def _many_calls(n: int, size: int = 200) -> bytes:
+    blocks = [{"type": "tool_use", "id": f"toolu_{i}", "name": "f",
+               "fragments": ['{"v": "', "x" * size, '"}']} for i in range(n)]
+    return sse(*anthropic_events(blocks), events=True)
+
+
+def test_streaming_mode_delivers_every_call_through_events_and_keeps_none():
+    """Every call arrives as CallCompleted; the final turn keeps no calls and no replay message."""
+    data = _many_calls(50)
+    parser = toolwire.StreamParser("anthropic", keep_calls=False)
+    completed = []
+    for i in range(0, len(data), 1000):
+        completed += [e.call for e in parser.feed(data[i:i + 1000]) if isinstance(e, toolwire.CallCompleted)]
+    completed += [e.call for e in parser.close() if isinstance(e, toolwire.CallCompleted)]
+    assert [c.call_id for c in completed] == [f"toolu_{i}" for i in range(50)]
+    assert all(c.args == {"v": "x" * 200} for c in completed)
+    turn = parser.turn
+    assert turn.calls == [] and turn.assistant_message is None and turn.finished_cleanly
+
+
+def test_streaming_mode_releases_ended_calls_from_the_shared_machine():
+    """Ended calls are detached from the shared Machine while the stream is still open."""
+    parser = toolwire.StreamParser("anthropic", keep_calls=False)
+    before = len(MACHINE.models)
+    parser.feed(_many_calls(200))
+    gc.collect()
+    assert len(MACHINE.models) - before <= 1
+    parser.close()
+
+
+def test_streaming_mode_memory_does_not_grow_with_the_number_of_calls():
+    """Peak traced memory for 4000 calls stays close to that for 400 (bounded by open calls, not the stream)."""
+    def peak(n: int) -> int:
+        data = _many_calls(n)
+        chunks = [data[i:i + 4096] for i in range(0, len(data), 4096)]
+        del data
+        gc.collect()
+        tracemalloc.start()
+        parser = toolwire.StreamParser("anthropic", keep_calls=False)
+        for c in chunks:
+            parser.feed(c)
+        parser.close()
+        _, top = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        return top
+
+    small, large = peak(400), peak(4000)
+    assert large < small * 2, (small, large)
+
+
+def test_keep_calls_default_retains_the_whole_turn():
+    """By default the turn keeps every call and the assistant message for replay."""
+    turn = toolwire.parse("anthropic", _many_calls(5))
+    assert len(turn.calls) == 5 and len(turn.assistant_message["content"]) == 5
