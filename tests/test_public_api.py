@@ -45,6 +45,27 @@ PINNED_ALL = [
     "ProviderProtocolError",
     "FramingError",
     "InvalidTransition",
+    # registry and dispatch
+    "Tool",
+    "Registry",
+    "assert_registry_matches",
+    "Dispatcher",
+    "ToolResult",
+    "ResultKind",
+    "Decision",
+    "PolicyContext",
+    "ApprovalRequest",
+    "Approval",
+    "Ledger",
+    "LedgerKey",
+    "LedgerRecord",
+    "MemoryLedger",
+    "SQLiteLedger",
+    "ToolDeclarationError",
+    "ToolNameError",
+    "DuplicateToolError",
+    "ApprovalError",
+    "LedgerError",
 ]
 
 PUBLIC_EXCEPTIONS = [
@@ -95,6 +116,7 @@ def test_public_exceptions_found():
     """The exception set checked below is the documented one (guards against an empty parametrization)."""
     assert {exc.__name__ for exc in PUBLIC_EXCEPTIONS} == {
         "ToolwireError", "UsageError", "ProviderProtocolError", "FramingError", "InvalidTransition",
+        "ToolDeclarationError", "ToolNameError", "DuplicateToolError", "ApprovalError", "LedgerError",
     }
 
 

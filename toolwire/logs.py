@@ -50,6 +50,63 @@ CATALOGUE: dict[str, EventSpec] = {
     "payload.skipped": _spec(
         "debug", "provider reason type position",
         "a payload of a type toolwire does not know (providers add event types) was skipped"),
+    "dispatch.result": _spec(
+        "info", "call_id conversation_id local_id name provider attempts duration_ms effect kind",
+        "once per dispatched call, with its result kind (ok, handler_failed …)"),
+    "dispatch.unclean_turn": _spec(
+        "warning", "allow_unclean calls conversation_id error finish_reason provider",
+        "a turn that did not finish cleanly was refused as a whole (nothing ran)"),
+    "dispatch.unknown_tool": _spec(
+        "warning", "call_id conversation_id local_id name provider",
+        "a call named a tool the registry does not have (answered unknown_tool, nothing ran)"),
+    "dispatch.invalid_arguments": _spec(
+        "info", "call_id conversation_id local_id name provider path problem",
+        "arguments did not parse or failed the schema (answered invalid_arguments)"),
+    "dispatch.invalid_arguments_detail": _spec(
+        "debug", "call_id conversation_id local_id name provider message",
+        "the validator's full message for invalid arguments"),
+    "dispatch.denied": _spec(
+        "info", "call_id conversation_id local_id name provider reason",
+        "the authorization policy denied a call"),
+    "dispatch.policy_error": _spec(
+        "error", "call_id conversation_id local_id name provider error",
+        "the policy hook raised; the call is denied"),
+    "dispatch.approval_required": _spec(
+        "info", "call_id conversation_id local_id name provider args_sha256 reason",
+        "a call needs an approval and was deferred"),
+    "dispatch.approved": _spec(
+        "info", "approver args_sha256 call_id conversation_id local_id name",
+        "an approval token was issued for a deferred call"),
+    "dispatch.approval_accepted": _spec(
+        "info", "approver call_id conversation_id local_id name",
+        "a valid approval resumed a deferred call"),
+    "dispatch.approval_invalid": _spec(
+        "warning", "call_id conversation_id local_id name reason where",
+        "an approval did not match its call (forged, other arguments, other call)"),
+    "dispatch.handler_failed": _spec(
+        "warning", "call_id conversation_id local_id name provider attempt effect error will_retry",
+        "a handler raised"),
+    "dispatch.retry": _spec(
+        "info", "call_id conversation_id local_id name provider attempt delay",
+        "a read is retried after a failure"),
+    "dispatch.handler_timeout": _spec(
+        "warning", "call_id conversation_id local_id name provider attempt effect timeout",
+        "a handler ran past its timeout"),
+    "dispatch.outcome_unknown": _spec(
+        "warning", "call_id conversation_id local_id name provider reason",
+        "a write was started before and never confirmed: nothing runs again"),
+    "dispatch.ledger_replay": _spec(
+        "info", "call_id conversation_id local_id name provider kind",
+        "a write already completed: its stored result is returned, nothing runs"),
+    "dispatch.ledger_conflict": _spec(
+        "error", "call_id conversation_id local_id name provider status",
+        "the ledger holds another call under this key"),
+    "dispatch.ledger_error": _spec(
+        "error", "call_id conversation_id local_id name provider error op",
+        "the ledger could not be read or written"),
+    "dispatch.result_not_json": _spec(
+        "warning", "call_id conversation_id local_id name provider type",
+        "a handler returned a value that is not JSON-serialisable; it is sent as text"),
 }
 
 _SECRET_KEYS = frozenset({"api_key", "authorization", "x-api-key", "x-goog-api-key", "proxy-authorization",

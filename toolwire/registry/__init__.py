@@ -1,3 +1,44 @@
-"""Tool declarations, the closed registry, validation, authorization and dispatch (see the registry issue)."""
+"""Tool declarations, the closed registry, validation, authorization, the idempotency ledger and dispatch.
 
-__all__: list[str] = []
+``Tool`` declares a tool (``from_function``, ``from_schema``, ``from_mcp``); ``Registry`` is the closed, frozen
+set a ``Dispatcher`` runs calls through; ``ToolResult`` answers each call; ``SQLiteLedger`` (or any ``Ledger``)
+keeps writes to one effect; ``Decision``, ``ApprovalRequest`` and ``Approval`` carry authorization.
+"""
+
+from .approval import Approval, ApprovalRequest, Decision, PolicyContext, arguments_sha256, canonical_arguments
+from .dispatch import Dispatcher, Policy
+from .errors import ApprovalError, DuplicateToolError, LedgerError, ToolDeclarationError, ToolNameError
+from .ledger import Ledger, LedgerKey, LedgerRecord, MemoryLedger, SQLiteLedger
+from .registry import Registry, assert_registry_matches
+from .result import ResultKind, ToolResult
+from .tool import DEFAULT_TIMEOUT, NAME_PATTERN, NAME_RULE, Tool, check_tool_name
+
+__all__ = [
+    "Tool",
+    "Registry",
+    "assert_registry_matches",
+    "Dispatcher",
+    "Policy",
+    "ToolResult",
+    "ResultKind",
+    "Decision",
+    "PolicyContext",
+    "ApprovalRequest",
+    "Approval",
+    "Ledger",
+    "LedgerKey",
+    "LedgerRecord",
+    "MemoryLedger",
+    "SQLiteLedger",
+    "ToolDeclarationError",
+    "ToolNameError",
+    "DuplicateToolError",
+    "ApprovalError",
+    "LedgerError",
+    "arguments_sha256",
+    "canonical_arguments",
+    "check_tool_name",
+    "NAME_PATTERN",
+    "NAME_RULE",
+    "DEFAULT_TIMEOUT",
+]

@@ -1,0 +1,134 @@
+"""Provider differences as data (DESIGN section 7): one capabilities record per dialect and endpoint.
+
+Codecs, the registry (name checks when declaring), the retry policy and ``toolwire audit`` read these records;
+nothing else hard-codes a provider limit. Every value names its source (WIRE.md section); values the providers
+do not document are marked ``documented=False`` and say what was observed instead.
+"""
+
+from __future__ import annotations
+
+import re
+
+import msgspec
+
+__all__ = ["Limit", "Capabilities", "CAPABILITIES", "capabilities_for", "PORTABLE_NAME"]
+
+
+class Limit(msgspec.Struct, frozen=True):
+    """A number a provider enforces, with where it comes from and whether the provider documents it."""
+
+    value: int | None
+    source: str
+    documented: bool = True
+
+
+class Capabilities(msgspec.Struct, frozen=True, kw_only=True):
+    dialect: str
+    endpoint: str
+    name_pattern: str
+    name_max: int
+    name_source: str
+    max_tools: Limit
+    schema_depth: Limit
+    max_request_bytes: Limit
+    ids_echoed: str  # how a result names its call
+    signatures: str  # where opaque replay state lives
+    tool_turn_finish: tuple[str, ...]  # raw finish reasons that end a tool turn cleanly
+    transient_statuses: tuple[int, ...]
+    permanent_statuses: tuple[int, ...]
+    transient_error_types: tuple[str, ...]  # in-stream / body error types worth a retry
+    delay_hints: tuple[str, ...]  # where a server says how long to wait
+
+    def name_ok(self, name: str) -> bool:
+        return len(name) <= self.name_max and re.fullmatch(self.name_pattern, name) is not None
+
+
+_OPENAI_TRANSIENT = (408, 409, 429, 500, 502, 503, 504)
+_PERMANENT = (400, 401, 403, 404, 422)
+
+CAPABILITIES: dict[str, Capabilities] = {
+    "openai-chat": Capabilities(
+        dialect="openai-chat", endpoint="POST /v1/chat/completions",
+        name_pattern=r"[a-zA-Z0-9_-]{1,64}", name_max=64, name_source="WIRE A1 / F1 (function_definition.py)",
+        max_tools=Limit(128, "WIRE F1: array_above_max_length on tools"),
+        schema_depth=Limit(10, "WIRE F1: strict mode nesting (older limit 5)", documented=True),
+        max_request_bytes=Limit(None, "WIRE F1: not documented", documented=False),
+        ids_echoed="tool message tool_call_id = tool_calls[].id",
+        signatures="none (Gemini's compatible endpoint: tool_calls[].extra_content.google.thought_signature)",
+        tool_turn_finish=("tool_calls", "stop", "function_call"),
+        transient_statuses=_OPENAI_TRANSIENT + (520, 522, 524),
+        permanent_statuses=_PERMANENT,
+        transient_error_types=("server_error", "rate_limit_exceeded", "overloaded_error", "api_error"),
+        delay_hints=("retry-after-ms", "retry-after"),
+    ),
+    "openai-responses": Capabilities(
+        dialect="openai-responses", endpoint="POST /v1/responses",
+        name_pattern=r"[a-zA-Z0-9_-]{1,64}", name_max=64, name_source="WIRE B1 / F1",
+        max_tools=Limit(128, "WIRE F1: array_above_max_length on tools"),
+        schema_depth=Limit(10, "WIRE F1: strict mode nesting"),
+        max_request_bytes=Limit(None, "WIRE F1: not documented", documented=False),
+        ids_echoed="function_call_output.call_id = function_call.call_id (not the fc_ item id)",
+        signatures="reasoning items (encrypted_content) replayed before their function_call",
+        tool_turn_finish=("completed",),
+        transient_statuses=_OPENAI_TRANSIENT,
+        permanent_statuses=_PERMANENT,
+        transient_error_types=("server_error", "rate_limit_exceeded"),
+        delay_hints=("retry-after-ms", "retry-after"),
+    ),
+    "anthropic": Capabilities(
+        dialect="anthropic", endpoint="POST /v1/messages",
+        name_pattern=r"[a-zA-Z0-9_-]{1,128}", name_max=128, name_source="WIRE C1 (API error text)",
+        max_tools=Limit(None, "WIRE F1: not documented for Messages", documented=False),
+        schema_depth=Limit(None, "WIRE F1: not documented", documented=False),
+        max_request_bytes=Limit(32 * 1024 * 1024, "WIRE C6 / F1: 413 request_too_large"),
+        ids_echoed="tool_result.tool_use_id = tool_use.id; all results first in one user message",
+        signatures="thinking.signature and redacted_thinking.data, replayed verbatim before tool_use",
+        tool_turn_finish=("tool_use", "end_turn", "stop_sequence", "pause_turn"),
+        transient_statuses=(408, 409, 429, 500, 502, 503, 504, 529),
+        permanent_statuses=(400, 401, 402, 403, 404, 413, 422),
+        transient_error_types=("overloaded_error", "rate_limit_error", "api_error", "timeout_error"),
+        delay_hints=("retry-after-ms", "retry-after"),
+    ),
+    "gemini": Capabilities(
+        dialect="gemini", endpoint="POST models/{m}:generateContent / :streamGenerateContent",
+        name_pattern=r"[A-Za-z_][A-Za-z0-9_.:-]{0,127}", name_max=128, name_source="WIRE D1 (types.py FunctionDeclaration)",
+        max_tools=Limit(512, "WIRE F1: function_declarations (older Vertex: 64)"),
+        schema_depth=Limit(None, "WIRE F1: not documented", documented=False),
+        max_request_bytes=Limit(None, "WIRE F1: not documented", documented=False),
+        ids_echoed="functionResponse.id = functionCall.id when the call had one; name always",
+        signatures="thoughtSignature on the exact part (only the first of parallel calls)",
+        tool_turn_finish=("STOP",),
+        transient_statuses=(408, 429, 500, 502, 503, 504),
+        permanent_statuses=_PERMANENT,
+        transient_error_types=("RESOURCE_EXHAUSTED", "UNAVAILABLE", "INTERNAL", "DEADLINE_EXCEEDED"),
+        delay_hints=("body: error.details[RetryInfo].retryDelay",),
+    ),
+    "gemini-interactions": Capabilities(
+        dialect="gemini-interactions", endpoint="POST /v1beta/interactions",
+        name_pattern=r"[A-Za-z_][A-Za-z0-9_.:-]{0,127}", name_max=128,
+        name_source="WIRE E1 (as generateContent; not documented separately)",
+        max_tools=Limit(None, "not documented", documented=False),
+        schema_depth=Limit(None, "not documented", documented=False),
+        max_request_bytes=Limit(None, "not documented", documented=False),
+        ids_echoed="function_result.call_id = function_call.id",
+        signatures="thought steps (signature) and thought_signature deltas",
+        tool_turn_finish=("requires_action", "completed"),
+        transient_statuses=(408, 409, 429, 500, 502, 503, 504),
+        permanent_statuses=_PERMANENT,
+        transient_error_types=("RESOURCE_EXHAUSTED", "UNAVAILABLE", "INTERNAL"),
+        delay_hints=("retry-after", "retry-after-ms"),
+    ),
+}
+
+#: A tool name every dialect accepts: the strictest common rule (OpenAI's 64 characters, Gemini's first
+#: character a letter or underscore).
+PORTABLE_NAME = r"[A-Za-z_][A-Za-z0-9_-]{0,63}"
+
+
+def capabilities_for(dialect: str) -> Capabilities:
+    from ..errors import UsageError
+
+    try:
+        return CAPABILITIES[dialect]
+    except KeyError:
+        raise UsageError(f"no capabilities record for {dialect!r}") from None

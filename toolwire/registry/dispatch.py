@@ -1,0 +1,668 @@
+"""The dispatcher: decides which calls of a turn run, runs them, and answers every call exactly once.
+
+Order for each call of ``turn.calls`` (DESIGN section 5):
+
+0. A turn that did not finish cleanly (an error, a cut, ``length``/``max_tokens``, ``content_filter``): every
+   call is answered ``not_run`` and nothing runs (``allow_unclean=True`` opts out for the calls that are still
+   whole). A truncated or errored call is ``not_run`` in any turn.
+1. Exact-name lookup in the frozen registry: unknown → ``unknown_tool`` (the message lists the available names),
+   nothing runs, nothing is written to the ledger.
+2. Arguments that did not parse, or fail the tool's schema → ``invalid_arguments`` with path and reason.
+3. Policy → allow / deny (``denied``) / needs approval (``approval_required`` with a signed ``ApprovalRequest``,
+   unless a verified ``Approval`` for exactly this call and these arguments is passed in ``approvals``).
+4. Effects. Reads: retried on handler exceptions (``read_retries``, with ``backoff``), then ``handler_failed``;
+   a timeout is ``handler_timeout``. Writes: never re-run automatically. The ledger records ``started`` before the
+   handler and ``completed`` with the result after; a key found ``completed`` is answered with the stored result
+   (nothing runs), one found ``started`` only with ``outcome_unknown`` (nothing runs). A write that raised is
+   ``handler_failed`` (and recorded, so it is not re-run); one that timed out is ``outcome_unknown``.
+
+Reads of one turn run concurrently when every call that runs is a read; results always come back in call order
+(PITFALL 24). Each call is driven through the shared call state machine with ``CallRecord.resume``: a rejected
+call fires ``reject`` then ``answer``, a run call ``dispatch`` then ``answer``; the transition table (not this
+module) forbids dispatching a truncated or errored call and answering twice, by raising ``InvalidTransition``.
+
+Handlers: sync handlers run in a daemon thread when they have a timeout (the thread cannot be killed; the call is
+answered when the timeout expires); async handlers run under ``asyncio.wait_for`` (in ``run``, on a private
+event loop in a daemon thread). "Not found" is an ``ok`` result the handler returns; "could not look" is an
+exception the handler raises.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import msgspec
+
+from .. import _log
+from ..errors import UsageError
+from ..statemachine.call import CallRecord
+from ..statemachine.table import Trigger, next_state
+from ..types import CallState, ToolCall, Turn
+from .approval import (
+    Approval,
+    ApprovalRequest,
+    Decision,
+    PolicyContext,
+    Signer,
+    approval_targets,
+    arguments_sha256,
+)
+from .errors import ApprovalError, LedgerError
+from .ledger import Ledger, LedgerKey, LedgerRecord, MemoryLedger
+from .registry import Registry
+from .result import ResultKind, ToolResult
+from .tool import ArgumentsInvalid, Tool
+
+__all__ = ["Dispatcher", "Policy"]
+
+Policy = Callable[[ToolCall, PolicyContext], Any]
+
+K = ResultKind
+_NOT_RUNNABLE = (CallState.TRUNCATED, CallState.ERRORED)
+_MAX_LISTED_NAMES = 128
+_BACKOFF_CAP = 8.0
+_ASYNC_GRACE = 1.0  # extra seconds a sync run waits for an async handler's own wait_for to fire
+
+
+class _Plan:
+    """One call on its way through the dispatcher."""
+
+    __slots__ = ("call", "rec", "tool", "value", "args_hash", "result", "attempts", "started")
+
+    def __init__(self, call: ToolCall) -> None:
+        self.call = call
+        self.rec: CallRecord | None = None
+        self.tool: Tool | None = None
+        self.value: Any = None
+        self.args_hash = ""
+        self.result: ToolResult | None = None
+        self.attempts = 0
+        self.started = time.perf_counter()
+
+
+class _Outcome:
+    """What one handler invocation did: returned (``ok``), raised (``error``) or ran out of time (``timeout``)."""
+
+    __slots__ = ("status", "value")
+
+    def __init__(self, status: str, value: Any = None) -> None:
+        self.status = status
+        self.value = value
+
+
+def _short(text: object, limit: int = 100) -> str:
+    s = str(text)
+    return s if len(s) <= limit else s[:limit] + "…"
+
+
+def _jsonable(value: Any, call: ToolCall, conversation_id: str) -> Any:
+    """The handler's return value as JSON-able builtins (msgspec.to_builtins), else its ``str``."""
+    try:
+        return msgspec.to_builtins(value)
+    except (TypeError, ValueError):
+        _log.emit(_log.WARNING, "dispatch.result_not_json", provider=call.provider, conversation_id=conversation_id,
+                  call_id=call.call_id, local_id=call.local_id, name=call.name, type=type(value).__name__)
+        return str(value)
+
+
+class Dispatcher:
+    """Runs the calls of a turn through a registry (see the module docstring for the order of checks).
+
+    ``ledger``: an idempotency ledger for writes (default: a ``MemoryLedger`` private to this dispatcher; pass a
+    ``SQLiteLedger`` to be safe across processes and restarts). ``policy``: ``policy(call, context)`` returning a
+    ``Decision``, ``"allow"``/``"deny"``/``"needs_approval"`` or a bool; None allows every declared tool (a
+    policy that raises denies). ``concurrent_reads``: run the reads of a turn in parallel when all calls that
+    run are reads. ``read_retries``: extra attempts for a read whose handler raised. ``backoff``: seconds before
+    retry n (0-based) as ``backoff * 2**n`` capped at 8 s, or a callable ``backoff(n) -> seconds``.
+    ``approval_secret``: HMAC key for approval requests and tokens (default: random per dispatcher, so tokens
+    do not outlive it; pass a stable secret of at least 16 bytes to approve across processes or restarts).
+    ``max_workers``: threads for concurrent sync reads.
+    """
+
+    def __init__(self, registry: Registry, ledger: Ledger | None = None, policy: Policy | None = None, *,
+                 concurrent_reads: bool = True, read_retries: int = 2,
+                 backoff: float | Callable[[int], float] = 0.25, approval_secret: bytes | None = None,
+                 max_workers: int = 8) -> None:
+        if not isinstance(registry, Registry):
+            raise UsageError(f"Dispatcher needs a Registry, got {type(registry).__name__}")
+        if read_retries < 0:
+            raise UsageError("read_retries must be >= 0")
+        self.registry = registry
+        self.ledger: Ledger = ledger if ledger is not None else MemoryLedger()
+        self.policy = policy
+        self.concurrent_reads = concurrent_reads
+        self.read_retries = int(read_retries)
+        self.backoff = backoff
+        self.max_workers = max(1, int(max_workers))
+        self._signer = Signer(approval_secret if approval_secret is not None else os.urandom(32))
+
+    # ==== public API ===========================================================================================
+    def run(self, turn: Turn, *, conversation_id: str, approvals: Iterable[Approval] = (),
+            allow_unclean: bool = False) -> list[ToolResult]:
+        """Answer every call of ``turn``, in call order, running those that may run.
+
+        ``approvals``: tokens from ``approve`` for calls that need approval. ``allow_unclean``: run the whole
+        calls of a turn that did not finish cleanly (default False: such a turn runs nothing).
+        """
+        plans = self._prepare(turn, conversation_id, approvals, allow_unclean)
+        todo = [p for p in plans if p.result is None]
+        if self._parallel(todo):
+            # transitions fire on this thread; worker threads only run handlers and retries
+            for p in todo:
+                self._dispatch(p)
+            with ThreadPoolExecutor(max_workers=min(self.max_workers, len(todo)),
+                                    thread_name_prefix="toolwire-read") as pool:
+                futures = [pool.submit(self._read_loop, p, conversation_id) for p in todo]
+                outcomes = [f.result() for f in futures]
+            for p, result in zip(todo, outcomes):
+                self._answer(p, result)
+        else:
+            for p in todo:
+                if p.tool.effect == "read":
+                    self._run_read(p, conversation_id)
+                else:
+                    self._run_write(p, conversation_id)
+        return self._finish(plans, conversation_id)
+
+    async def arun(self, turn: Turn, *, conversation_id: str, approvals: Iterable[Approval] = (),
+                   allow_unclean: bool = False) -> list[ToolResult]:
+        """The async twin of ``run``: async handlers are awaited, concurrent reads are gathered."""
+        plans = self._prepare(turn, conversation_id, approvals, allow_unclean)
+        todo = [p for p in plans if p.result is None]
+        if self._parallel(todo):
+            for p in todo:
+                self._dispatch(p)
+            outcomes = await asyncio.gather(*(self._aread_loop(p, conversation_id) for p in todo))
+            for p, result in zip(todo, outcomes):
+                self._answer(p, result)
+        else:
+            for p in todo:
+                if p.tool.effect == "read":
+                    await self._arun_read(p, conversation_id)
+                else:
+                    await self._arun_write(p, conversation_id)
+        return self._finish(plans, conversation_id)
+
+    def approve(self, request: ApprovalRequest, *, approver: str) -> Approval:
+        """Turn an ``ApprovalRequest`` this dispatcher issued into a signed ``Approval`` for exactly that call.
+
+        Raises ``ApprovalError`` when the request was not issued by this dispatcher (or another sharing its
+        secret), was altered, or its ``arguments`` do not match its hash.
+        """
+        if not isinstance(request, ApprovalRequest):
+            raise ApprovalError(f"approve() takes an ApprovalRequest, got {type(request).__name__}",
+                                reason="not_a_request")
+        if not self._signer.request_valid(request):
+            _log.emit(_log.WARNING, "dispatch.approval_invalid", conversation_id=request.conversation_id,
+                      call_id=request.call_id, local_id=request.local_id, name=_short(request.name),
+                      reason="bad_signature", where="approve")
+            raise ApprovalError("approval request signature does not verify", reason="bad_signature")
+        if arguments_sha256(request.arguments) != request.args_sha256:
+            _log.emit(_log.WARNING, "dispatch.approval_invalid", conversation_id=request.conversation_id,
+                      call_id=request.call_id, local_id=request.local_id, name=_short(request.name),
+                      reason="arguments_mismatch", where="approve")
+            raise ApprovalError("approval request arguments do not match their hash", reason="arguments_mismatch")
+        token = Approval(conversation_id=request.conversation_id, call_id=request.call_id,
+                         local_id=request.local_id, name=request.name, args_sha256=request.args_sha256,
+                         approver=str(approver), issued_at=time.time())
+        token = msgspec.structs.replace(token, signature=self._signer.approval_mac(token))
+        _log.emit(_log.INFO, "dispatch.approved", conversation_id=request.conversation_id, call_id=request.call_id,
+                  local_id=request.local_id, name=request.name, approver=str(approver),
+                  args_sha256=request.args_sha256)
+        return token
+
+    # ==== phase 1: decide, without running anything ===========================================================
+    def _prepare(self, turn: Turn, conversation_id: str, approvals: Iterable[Approval],
+                 allow_unclean: bool) -> list[_Plan]:
+        if not isinstance(conversation_id, str) or not conversation_id:
+            raise UsageError("conversation_id must be a non-empty string")
+        tokens = self._tokens(approvals, conversation_id)
+        plans = [_Plan(call) for call in turn.calls]
+        clean = turn.finished_cleanly
+        if not clean and plans:
+            _log.emit(_log.WARNING, "dispatch.unclean_turn", provider=turn.provider,
+                      conversation_id=conversation_id,
+                      finish_reason=turn.raw_finish_reason or (turn.finish_reason and turn.finish_reason.value),
+                      error=turn.error.type if turn.error else None, calls=len(plans), allow_unclean=allow_unclean)
+        for p in plans:
+            call = p.call
+            if not clean and not allow_unclean:
+                why = self._unclean_reason(turn)
+                if next_state(call.state, Trigger.REJECT):
+                    self._reject(p, K.NOT_RUN, f"Not run: {why}. No tool was run for this response.")
+                else:
+                    p.result = self._result(call, K.NOT_RUN, f"Not run: {why}. No tool was run for this response.")
+                continue
+            if call.state in _NOT_RUNNABLE:
+                reason = call.problem.message if call.problem else call.state.value
+                p.result = self._result(call, K.NOT_RUN,
+                                        f"Not run: the call was {call.state.value} ({reason}); nothing ran.")
+                continue
+            self._prepare_call(p, turn, conversation_id, tokens)
+        return plans
+
+    def _prepare_call(self, p: _Plan, turn: Turn, conversation_id: str, tokens: list[Approval]) -> None:
+        call = p.call
+        # 1. exact-name lookup (no normalisation): a hallucinated wrapper is just an unknown tool
+        tool = self.registry.get(call.name)
+        if tool is None:
+            names = self.registry.names
+            listed = ", ".join(names[:_MAX_LISTED_NAMES]) + (", …" if len(names) > _MAX_LISTED_NAMES else "")
+            label = repr(call.name) if call.name else "(no name)"
+            _log.emit(_log.WARNING, "dispatch.unknown_tool", provider=call.provider,
+                      conversation_id=conversation_id, call_id=call.call_id, local_id=call.local_id,
+                      name=_short(call.name))
+            self._reject(p, K.UNKNOWN_TOOL,
+                         f"Unknown tool {label}: no tool of that exact name exists, nothing was run. "
+                         f"Available tools: {listed or '(none)'}.")
+            return
+        p.tool = tool
+        # 2. arguments
+        if call.args is None:
+            detail = call.problem.message if call.problem else "no argument object"
+            _log.emit(_log.INFO, "dispatch.invalid_arguments", provider=call.provider,
+                      conversation_id=conversation_id, call_id=call.call_id, local_id=call.local_id, name=tool.name,
+                      path="$", problem=call.problem.code.value if call.problem else None)
+            self._reject(p, K.INVALID_ARGUMENTS,
+                         f"Invalid arguments for {tool.name}: the arguments are not a JSON object ({detail}) "
+                         "- at `$`. Nothing was run; send the call again with a valid JSON object.")
+            return
+        try:
+            p.value = tool.validate(call.args)
+        except ArgumentsInvalid as exc:
+            _log.emit(_log.INFO, "dispatch.invalid_arguments", provider=call.provider,
+                      conversation_id=conversation_id, call_id=call.call_id, local_id=call.local_id, name=tool.name,
+                      path=exc.path, problem="schema")
+            _log.emit(_log.DEBUG, "dispatch.invalid_arguments_detail", provider=call.provider,
+                      conversation_id=conversation_id, call_id=call.call_id, local_id=call.local_id, name=tool.name,
+                      message=exc.message)
+            self._reject(p, K.INVALID_ARGUMENTS,
+                         f"Invalid arguments for {tool.name}: {exc.message}. Nothing was run; "
+                         "correct the arguments and call again.")
+            return
+        p.args_hash = arguments_sha256(call.args)
+        # 3. authorization: only the policy's decision, and a verified approval, let a call run
+        decision = self._decide(call, tool, turn, conversation_id)
+        if decision.verdict == "deny":
+            _log.emit(_log.INFO, "dispatch.denied", provider=call.provider, conversation_id=conversation_id,
+                      call_id=call.call_id, local_id=call.local_id, name=tool.name, reason=decision.reason)
+            self._reject(p, K.DENIED, f"Denied: {tool.name} may not run here"
+                         + (f" ({decision.reason})." if decision.reason else ".") + " Nothing was run.")
+            return
+        if decision.verdict == "needs_approval" and not self._approved(p, conversation_id, tokens):
+            request = ApprovalRequest(conversation_id=conversation_id, call_id=call.call_id,
+                                      local_id=call.local_id, name=tool.name, args_sha256=p.args_hash,
+                                      arguments=call.args, reason=decision.reason)
+            request = msgspec.structs.replace(request, signature=self._signer.request_mac(request))
+            _log.emit(_log.INFO, "dispatch.approval_required", provider=call.provider,
+                      conversation_id=conversation_id, call_id=call.call_id, local_id=call.local_id, name=tool.name,
+                      args_sha256=p.args_hash, reason=decision.reason)
+            self._reject(p, K.APPROVAL_REQUIRED,
+                         f"Approval required: {tool.name} waits for a person's approval"
+                         + (f" ({decision.reason})" if decision.reason else "")
+                         + "; it has not run.", approval=request)
+            return
+        # runs in phase 2
+
+    def _decide(self, call: ToolCall, tool: Tool, turn: Turn, conversation_id: str) -> Decision:
+        if self.policy is None:
+            return Decision.allow()
+        try:
+            verdict = self.policy(call, PolicyContext(conversation_id=conversation_id, tool=tool, turn=turn))
+        except Exception as exc:
+            _log.emit(_log.ERROR, "dispatch.policy_error", provider=call.provider, conversation_id=conversation_id,
+                      call_id=call.call_id, local_id=call.local_id, name=tool.name, error=type(exc).__name__)
+            return Decision.deny("the authorization policy failed")
+        if isinstance(verdict, Decision):
+            return verdict
+        if verdict is True or verdict == "allow":
+            return Decision.allow()
+        if verdict == "needs_approval":
+            return Decision.needs_approval()
+        if verdict is False or verdict == "deny":
+            return Decision.deny()
+        _log.emit(_log.ERROR, "dispatch.policy_error", provider=call.provider, conversation_id=conversation_id,
+                  call_id=call.call_id, local_id=call.local_id, name=tool.name,
+                  error=f"unknown verdict {_short(verdict, 40)!r}")
+        return Decision.deny("the authorization policy gave no valid verdict")
+
+    def _tokens(self, approvals: Iterable[Any], conversation_id: str) -> list[Approval]:
+        tokens: list[Approval] = []
+        if isinstance(approvals, (Approval, ApprovalRequest)):
+            approvals = [approvals]
+        for a in approvals or ():
+            if isinstance(a, dict):
+                try:
+                    a = msgspec.convert(a, Approval)
+                except msgspec.ValidationError:
+                    a = None
+            if not isinstance(a, Approval):
+                _log.emit(_log.WARNING, "dispatch.approval_invalid", conversation_id=conversation_id, call_id=None,
+                          local_id=None, name=None, reason="not_an_approval", where="run")
+                continue
+            tokens.append(a)
+        return tokens
+
+    def _approved(self, p: _Plan, conversation_id: str, tokens: Sequence[Approval]) -> bool:
+        call = p.call
+        for a in tokens:
+            if not approval_targets(a, conversation_id, call.call_id, call.local_id):
+                continue
+            if not self._signer.approval_valid(a):
+                reason = "bad_signature"
+            elif a.name != p.tool.name:
+                reason = "name_mismatch"
+            elif a.args_sha256 != p.args_hash:
+                reason = "arguments_mismatch"
+            else:
+                _log.emit(_log.INFO, "dispatch.approval_accepted", conversation_id=conversation_id,
+                          call_id=call.call_id, local_id=call.local_id, name=p.tool.name, approver=a.approver)
+                return True
+            _log.emit(_log.WARNING, "dispatch.approval_invalid", conversation_id=conversation_id,
+                      call_id=call.call_id, local_id=call.local_id, name=p.tool.name, reason=reason, where="run")
+        return False
+
+    @staticmethod
+    def _unclean_reason(turn: Turn) -> str:
+        if turn.error is not None:
+            return f"the response failed ({turn.error.type})"
+        if turn.finish_reason is None:
+            return "the response ended before it finished"
+        return f"the response did not finish cleanly ({turn.raw_finish_reason or turn.finish_reason.value})"
+
+    # ==== results and transitions ==============================================================================
+    @staticmethod
+    def _result(call: ToolCall, kind: ResultKind, content: Any, approval: ApprovalRequest | None = None
+                ) -> ToolResult:
+        return ToolResult(call_id=call.call_id, local_id=call.local_id, name=call.name, content=content,
+                          is_error=kind is not K.OK, kind=kind, approval=approval)
+
+    def _reject(self, p: _Plan, kind: ResultKind, content: str, approval: ApprovalRequest | None = None) -> None:
+        """Answer ``p`` without running it: ``reject`` then ``answer`` (the table refuses other states)."""
+        rec = p.rec = CallRecord.resume(p.call)
+        rec.reject()
+        p.result = self._result(p.call, kind, content, approval)
+        rec.answer()
+
+    def _dispatch(self, p: _Plan) -> None:
+        p.rec = CallRecord.resume(p.call)
+        p.rec.dispatch()
+
+    def _answer(self, p: _Plan, result: ToolResult) -> None:
+        p.result = result
+        p.rec.answer()
+
+    def _finish(self, plans: list[_Plan], conversation_id: str) -> list[ToolResult]:
+        results: list[ToolResult] = []
+        for p in plans:
+            r = p.result
+            results.append(r)
+            if p.rec is not None:
+                p.rec.release()
+            _log.emit(_log.INFO, "dispatch.result", provider=p.call.provider, conversation_id=conversation_id,
+                      call_id=p.call.call_id, local_id=p.call.local_id, name=_short(p.call.name), kind=r.kind.value,
+                      effect=p.tool.effect if p.tool else None, attempts=p.attempts,
+                      duration_ms=round((time.perf_counter() - p.started) * 1000, 3))
+        return results
+
+    def _parallel(self, todo: list[_Plan]) -> bool:
+        return self.concurrent_reads and len(todo) > 1 and all(p.tool.effect == "read" for p in todo)
+
+    def _delay(self, retry: int) -> float:
+        if callable(self.backoff):
+            return max(0.0, float(self.backoff(retry)))
+        return min(_BACKOFF_CAP, max(0.0, float(self.backoff)) * (2 ** retry))
+
+    # ==== phase 2 helpers shared by run and arun ===============================================================
+    def _read_step(self, p: _Plan, outcome: _Outcome, conversation_id: str) -> ToolResult | float:
+        """Judge one read attempt: the call's result, or the delay before the next attempt."""
+        tool, call = p.tool, p.call
+        if outcome.status == "ok":
+            return self._result(call, K.OK, _jsonable(outcome.value, call, conversation_id))
+        if outcome.status == "timeout":
+            _log.emit(_log.WARNING, "dispatch.handler_timeout", provider=call.provider,
+                      conversation_id=conversation_id, call_id=call.call_id, local_id=call.local_id, name=tool.name,
+                      effect="read", timeout=tool.timeout, attempt=p.attempts)
+            return self._result(call, K.HANDLER_TIMEOUT,
+                                f"{tool.name} did not answer within {tool.timeout:g} s; no result is available.")
+        exc = outcome.value
+        retry = p.attempts <= self.read_retries
+        _log.emit(_log.WARNING, "dispatch.handler_failed", provider=call.provider, conversation_id=conversation_id,
+                  call_id=call.call_id, local_id=call.local_id, name=tool.name, effect="read",
+                  error=type(exc).__name__, attempt=p.attempts, will_retry=retry)
+        if retry:
+            delay = self._delay(p.attempts - 1)
+            _log.emit(_log.INFO, "dispatch.retry", provider=call.provider, conversation_id=conversation_id,
+                      call_id=call.call_id, local_id=call.local_id, name=tool.name, attempt=p.attempts + 1,
+                      delay=delay)
+            return delay
+        return self._result(call, K.HANDLER_FAILED, self._failure_text(tool, exc))
+
+    @staticmethod
+    def _failure_text(tool: Tool, exc: BaseException) -> str:
+        return (f"{tool.name} failed ({type(exc).__name__}): it could not complete, so there is no result. "
+                "This is a failure, not an empty answer.")
+
+    def _write_begin(self, p: _Plan, conversation_id: str, claim: Callable[[LedgerKey], LedgerRecord | None]
+                     ) -> LedgerKey | None:
+        """Claim the write's ledger key. Returns the key when this caller must run the handler; otherwise
+        answers ``p`` (stored result, outcome unknown, conflict or ledger failure) and returns None."""
+        call, tool = p.call, p.tool
+        key = LedgerKey.for_call(conversation_id, call, p.args_hash)
+        try:
+            existing = claim(key)
+        except LedgerError as exc:
+            _log.emit(_log.ERROR, "dispatch.ledger_error", provider=call.provider, conversation_id=conversation_id,
+                      call_id=call.call_id, local_id=call.local_id, name=tool.name, op="claim", error=str(exc))
+            self._reject(p, K.NOT_RUN, f"Not run: {tool.name} changes state and its idempotency ledger is "
+                                       "unavailable, so it was not started.")
+            return None
+        fingerprint = self._fingerprint(p)
+        if existing is not None and existing.fingerprint and existing.fingerprint != fingerprint:
+            _log.emit(_log.ERROR, "dispatch.ledger_conflict", provider=call.provider,
+                      conversation_id=conversation_id, call_id=call.call_id, local_id=call.local_id, name=tool.name,
+                      status=existing.status)
+            self._reject(p, K.NOT_RUN, f"Not run: the id of this {tool.name} call was already used for a "
+                                       "different call in this conversation.")
+            return None
+        self._dispatch(p)
+        if existing is None:
+            return key
+        if existing.status == "completed" and existing.result is not None:
+            _log.emit(_log.INFO, "dispatch.ledger_replay", provider=call.provider, conversation_id=conversation_id,
+                      call_id=call.call_id, local_id=call.local_id, name=tool.name, kind=existing.result.kind.value)
+            stored = msgspec.structs.replace(existing.result, call_id=call.call_id, local_id=call.local_id,
+                                             name=call.name)
+            self._answer(p, stored)
+            return None
+        _log.emit(_log.WARNING, "dispatch.outcome_unknown", provider=call.provider, conversation_id=conversation_id,
+                  call_id=call.call_id, local_id=call.local_id, name=tool.name, reason="started_without_completion")
+        self._answer(p, self._result(call, K.OUTCOME_UNKNOWN,
+                                     f"{tool.name} was started earlier but its completion was never recorded: "
+                                     "it may or may not have taken effect. It was not run again; check before "
+                                     "retrying."))
+        return None
+
+    def _write_end(self, p: _Plan, key: LedgerKey, outcome: _Outcome, conversation_id: str,
+                   complete: Callable[[LedgerKey, ToolResult], None]) -> None:
+        call, tool = p.call, p.tool
+        if outcome.status == "timeout":
+            # the handler may still be running: leave the ledger at `started` so no retry runs it again
+            _log.emit(_log.WARNING, "dispatch.handler_timeout", provider=call.provider,
+                      conversation_id=conversation_id, call_id=call.call_id, local_id=call.local_id, name=tool.name,
+                      effect="write", timeout=tool.timeout, attempt=p.attempts)
+            self._answer(p, self._result(call, K.OUTCOME_UNKNOWN,
+                                         f"{tool.name} did not confirm within {tool.timeout:g} s: it may or may "
+                                         "not have taken effect. It will not be run again automatically."))
+            return
+        if outcome.status == "ok":
+            result = self._result(call, K.OK, _jsonable(outcome.value, call, conversation_id))
+        else:
+            exc = outcome.value
+            _log.emit(_log.WARNING, "dispatch.handler_failed", provider=call.provider,
+                      conversation_id=conversation_id, call_id=call.call_id, local_id=call.local_id, name=tool.name,
+                      effect="write", error=type(exc).__name__, attempt=p.attempts, will_retry=False)
+            result = self._result(call, K.HANDLER_FAILED, self._failure_text(tool, exc))
+        try:
+            complete(key, result)
+        except LedgerError as exc:
+            _log.emit(_log.ERROR, "dispatch.ledger_error", provider=call.provider, conversation_id=conversation_id,
+                      call_id=call.call_id, local_id=call.local_id, name=tool.name, op="complete", error=str(exc))
+        self._answer(p, result)
+
+    @staticmethod
+    def _fingerprint(p: _Plan) -> str:
+        return f"{p.tool.name}:{p.args_hash}"
+
+    # ==== phase 2, sync ========================================================================================
+    def _run_read(self, p: _Plan, conversation_id: str) -> None:
+        self._dispatch(p)
+        self._answer(p, self._read_loop(p, conversation_id))
+
+    def _read_loop(self, p: _Plan, conversation_id: str) -> ToolResult:
+        """Attempts of one read (no transitions here: this may run on a worker thread)."""
+        while True:
+            p.attempts += 1
+            step = self._read_step(p, self._invoke_sync(p.tool, p.value), conversation_id)
+            if isinstance(step, ToolResult):
+                return step
+            if step:
+                time.sleep(step)
+
+    def _run_write(self, p: _Plan, conversation_id: str) -> None:
+        fingerprint = self._fingerprint(p)
+        key = self._write_begin(p, conversation_id, lambda k: self.ledger.claim(k, fingerprint))
+        if key is None:
+            return
+        p.attempts += 1
+        outcome = self._invoke_sync(p.tool, p.value)
+        self._write_end(p, key, outcome, conversation_id, self.ledger.complete)
+
+    @staticmethod
+    def _invoke_sync(tool: Tool, value: Any) -> _Outcome:
+        timeout = tool.timeout
+        box: list[_Outcome] = []
+
+        def target() -> None:
+            try:
+                r = tool.invoke(value)
+                if inspect.isawaitable(r):
+                    r = asyncio.run(_within(r, timeout))
+                box.append(r if isinstance(r, _Outcome) else _Outcome("ok", r))
+            except Exception as exc:  # a handler's failure is a result
+                box.append(_Outcome("error", exc))
+
+        def in_thread() -> None:
+            try:
+                target()
+            except BaseException as exc:  # noqa: BLE001 - SystemExit and friends end only this handler
+                box.append(_Outcome("error", exc))
+
+        if timeout is None and not tool.is_async:
+            target()
+            return box[0]
+        t = threading.Thread(target=in_thread, name=f"toolwire-handler-{tool.name}", daemon=True)
+        t.start()
+        t.join(None if timeout is None else timeout + (_ASYNC_GRACE if tool.is_async else 0.0))
+        if not box:
+            return _Outcome("timeout")
+        return box[0]
+
+    # ==== phase 2, async =======================================================================================
+    async def _arun_read(self, p: _Plan, conversation_id: str) -> None:
+        self._dispatch(p)
+        self._answer(p, await self._aread_loop(p, conversation_id))
+
+    async def _aread_loop(self, p: _Plan, conversation_id: str) -> ToolResult:
+        while True:
+            p.attempts += 1
+            step = self._read_step(p, await self._invoke_async(p.tool, p.value), conversation_id)
+            if isinstance(step, ToolResult):
+                return step
+            if step:
+                await asyncio.sleep(step)
+
+    async def _arun_write(self, p: _Plan, conversation_id: str) -> None:
+        fingerprint = self._fingerprint(p)
+        try:
+            existing = await asyncio.to_thread(self.ledger.claim, LedgerKey.for_call(conversation_id, p.call,
+                                                                                    p.args_hash), fingerprint)
+            claim_error: LedgerError | None = None
+        except LedgerError as exc:
+            existing, claim_error = None, exc
+
+        def claimed(_key: LedgerKey) -> LedgerRecord | None:
+            if claim_error is not None:
+                raise claim_error
+            return existing
+
+        key = self._write_begin(p, conversation_id, claimed)
+        if key is None:
+            return
+        p.attempts += 1
+        outcome = await self._invoke_async(p.tool, p.value)
+        result_box: list[tuple[LedgerKey, ToolResult]] = []
+        self._write_end(p, key, outcome, conversation_id, lambda k, r: result_box.append((k, r)))
+        if result_box:
+            try:
+                await asyncio.to_thread(self.ledger.complete, *result_box[0])
+            except LedgerError as exc:
+                _log.emit(_log.ERROR, "dispatch.ledger_error", provider=p.call.provider,
+                          conversation_id=conversation_id, call_id=p.call.call_id, local_id=p.call.local_id,
+                          name=p.tool.name, op="complete", error=str(exc))
+
+    @staticmethod
+    async def _invoke_async(tool: Tool, value: Any) -> _Outcome:
+        timeout = tool.timeout
+        if tool.is_async:
+            try:
+                coro = tool.invoke(value)
+            except Exception as exc:
+                return _Outcome("error", exc)
+            return await _within(coro, timeout)
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[_Outcome] = loop.create_future()
+
+        def settle(outcome: _Outcome) -> None:
+            if not fut.done():
+                fut.set_result(outcome)
+
+        def target() -> None:
+            try:
+                out = _Outcome("ok", tool.invoke(value))
+            except BaseException as exc:  # noqa: BLE001
+                out = _Outcome("error", exc)
+            try:
+                loop.call_soon_threadsafe(settle, out)
+            except RuntimeError:  # the loop closed while the handler ran past its timeout
+                pass
+
+        threading.Thread(target=target, name=f"toolwire-handler-{tool.name}", daemon=True).start()
+        try:
+            outcome = await asyncio.wait_for(asyncio.shield(fut), timeout)
+        except TimeoutError:
+            return _Outcome("timeout")
+        if outcome.status == "ok" and inspect.isawaitable(outcome.value):
+            return await _within(outcome.value, timeout)
+        return outcome
+
+
+async def _within(awaitable: Any, timeout: float | None) -> _Outcome:
+    """Await a handler's awaitable under ``timeout``; its own exceptions (TimeoutError included) are errors."""
+    async def guarded() -> _Outcome:
+        try:
+            return _Outcome("ok", await awaitable)
+        except Exception as exc:  # noqa: BLE001
+            return _Outcome("error", exc)
+
+    try:
+        return await asyncio.wait_for(guarded(), timeout)
+    except TimeoutError:
+        return _Outcome("timeout")

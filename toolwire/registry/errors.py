@@ -1,0 +1,60 @@
+"""Errors raised by declarations, the registry, approvals and ledgers (all beneath ``ToolwireError``).
+
+A model's mistakes never raise here: an unknown tool, bad arguments, a denied or unapproved call and a failing
+handler all become a ``ToolResult`` for the model. These exceptions are for the application's own misuse:
+a tool that no provider would accept, two tools with one name, an approval request that was not issued by the
+dispatcher, a ledger that cannot be used.
+"""
+
+from __future__ import annotations
+
+from ..errors import ToolwireError
+
+__all__ = [
+    "ToolDeclarationError",
+    "ToolNameError",
+    "DuplicateToolError",
+    "ApprovalError",
+    "LedgerError",
+]
+
+
+class ToolDeclarationError(ToolwireError, ValueError):
+    """A tool cannot be declared as given (bad schema, bad effect, unsupported parameters).
+
+    Attributes: ``tool`` (the tool's name, or None when unknown) and ``rule`` (a short stable description of the
+    rule that was broken).
+    """
+
+    def __init__(self, message: str, *, tool: str | None, rule: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.tool = tool
+        self.rule = rule
+
+
+class ToolNameError(ToolDeclarationError):
+    """A tool name that some provider would reject (too long, or characters outside the common pattern).
+
+    Caught at declaration, never when a request fails (PITFALL 28).
+    """
+
+
+class DuplicateToolError(ToolDeclarationError):
+    """Two tools of one registry share a name."""
+
+
+class ApprovalError(ToolwireError, ValueError):
+    """``Dispatcher.approve`` was given a request this dispatcher did not issue, or one whose fields were changed.
+
+    Attribute: ``reason`` (``bad_signature``, ``arguments_mismatch`` or ``not_a_request``).
+    """
+
+    def __init__(self, message: str, *, reason: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.reason = reason
+
+
+class LedgerError(ToolwireError):
+    """The idempotency ledger could not be read or written (the call it guards is not run)."""

@@ -1,0 +1,237 @@
+"""The idempotency ledger: a write runs at most once per key, across retries, threads and processes.
+
+Protocol (small on purpose, so Redis and PostgreSQL ledgers can follow):
+
+* ``claim(key, fingerprint="") -> None | LedgerRecord``: atomically record ``started`` for ``key``. None means
+  this caller owns the key and may run the handler; otherwise the existing record is returned and nothing may
+  run (``completed`` → its stored result is the answer; ``started`` → the outcome is unknown).
+* ``complete(key, result)``: record ``completed`` with the ``ToolResult``, after the handler returned.
+* ``get(key) -> None | LedgerRecord``.
+
+``fingerprint`` (tool name and arguments hash) is stored beside the key, so a key reused for a different call is
+noticed rather than answered with another call's result.
+
+Keys: ``LedgerKey(conversation_id, call_key)``; ``call_key`` is ``"id:" + call_id`` when the provider sent an id,
+otherwise ``"local:" + local_id + ":" + arguments sha256`` (``LedgerKey.for_call``), or an explicit key.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from typing import Literal, Protocol, runtime_checkable
+
+import msgspec
+
+from ..types import ToolCall
+from .errors import LedgerError
+from .result import ToolResult
+
+__all__ = ["LedgerKey", "LedgerRecord", "Ledger", "MemoryLedger", "SQLiteLedger"]
+
+Status = Literal["started", "completed"]
+
+
+class LedgerKey(msgspec.Struct, frozen=True):
+    """Identifies one effect: a conversation and one call in it."""
+
+    conversation_id: str
+    call_key: str
+
+    @classmethod
+    def for_call(cls, conversation_id: str, call: ToolCall, args_sha256: str) -> "LedgerKey":
+        """The key of ``call``: its provider id, or (without one) its local id and arguments hash."""
+        if call.call_id:
+            return cls(conversation_id, "id:" + call.call_id)
+        return cls(conversation_id, f"local:{call.local_id}:{args_sha256}")
+
+
+class LedgerRecord(msgspec.Struct, kw_only=True):
+    """What the ledger knows about one key."""
+
+    key: LedgerKey
+    status: Status
+    fingerprint: str = ""
+    result: ToolResult | None = None
+    started_at: float = 0.0
+    completed_at: float | None = None
+
+
+@runtime_checkable
+class Ledger(Protocol):
+    """The idempotency ledger protocol (see the module docstring)."""
+
+    def claim(self, key: LedgerKey, fingerprint: str = "") -> LedgerRecord | None: ...
+
+    def complete(self, key: LedgerKey, result: ToolResult) -> None: ...
+
+    def get(self, key: LedgerKey) -> LedgerRecord | None: ...
+
+
+class MemoryLedger:
+    """An in-process ledger (a dict under a lock): exactly-once within one process and one dispatcher's life.
+
+    The dispatcher's default when no ledger is given. Use ``SQLiteLedger`` (or a shared store) across processes
+    or restarts.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._records: dict[LedgerKey, LedgerRecord] = {}
+
+    def claim(self, key: LedgerKey, fingerprint: str = "") -> LedgerRecord | None:
+        with self._lock:
+            rec = self._records.get(key)
+            if rec is not None:
+                return msgspec.structs.replace(rec)
+            self._records[key] = LedgerRecord(key=key, status="started", fingerprint=fingerprint,
+                                              started_at=time.time())
+            return None
+
+    def complete(self, key: LedgerKey, result: ToolResult) -> None:
+        with self._lock:
+            rec = self._records.get(key)
+            if rec is None or rec.status != "started":
+                raise LedgerError(f"cannot complete {key!r}: it is not started")
+            rec.status = "completed"
+            rec.result = result
+            rec.completed_at = time.time()
+
+    def get(self, key: LedgerKey) -> LedgerRecord | None:
+        with self._lock:
+            rec = self._records.get(key)
+            return None if rec is None else msgspec.structs.replace(rec)
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS toolwire_ledger (
+    conversation_id TEXT NOT NULL,
+    call_key        TEXT NOT NULL,
+    status          TEXT NOT NULL CHECK (status IN ('started', 'completed')),
+    fingerprint     TEXT NOT NULL DEFAULT '',
+    result          BLOB,
+    started_at      REAL NOT NULL,
+    completed_at    REAL,
+    pid             INTEGER,
+    PRIMARY KEY (conversation_id, call_key)
+)
+"""
+
+_result_decoder = msgspec.json.Decoder(ToolResult)
+
+
+class SQLiteLedger:
+    """A ledger in one SQLite file, safe across threads and processes.
+
+    WAL mode, ``synchronous=FULL`` (a ``started`` record is durable before the handler runs), every write in a
+    ``BEGIN IMMEDIATE`` transaction, and the claim is a single ``INSERT … ON CONFLICT DO NOTHING`` on the
+    primary key: of any number of processes racing on one key, exactly one claims it. Connections are opened
+    per process (a ledger object inherited through ``fork`` reopens its file) and shared by threads under a lock.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, timeout: float = 30.0) -> None:
+        self.path = os.fspath(path)
+        self.timeout = timeout
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        self._pid: int | None = None
+        with self._lock:
+            self._connection()
+
+    # ---- connection -----------------------------------------------------------------------------------
+    def _connection(self) -> sqlite3.Connection:
+        pid = os.getpid()
+        if self._conn is not None and self._pid == pid:
+            return self._conn
+        try:
+            conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False)
+            conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise LedgerError(f"cannot put {self.path!r} in WAL mode (got {mode!r})")
+            conn.execute("PRAGMA synchronous = FULL")
+            conn.execute(_SCHEMA)
+        except sqlite3.Error as exc:
+            raise LedgerError(f"cannot open ledger {self.path!r}: {exc}") from exc
+        self._conn = conn  # a connection inherited from a parent process is abandoned, never used or closed
+        self._pid = pid
+        return conn
+
+    def close(self) -> None:
+        """Close this process's connection (it is reopened on next use)."""
+        with self._lock:
+            if self._conn is not None and self._pid == os.getpid():
+                self._conn.close()
+            self._conn = None
+
+    # ---- protocol -------------------------------------------------------------------------------------
+    def claim(self, key: LedgerKey, fingerprint: str = "") -> LedgerRecord | None:
+        with self._lock:
+            conn = self._connection()
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    cur = conn.execute(
+                        "INSERT INTO toolwire_ledger (conversation_id, call_key, status, fingerprint, started_at,"
+                        " pid) VALUES (?, ?, 'started', ?, ?, ?) ON CONFLICT (conversation_id, call_key) DO NOTHING",
+                        (key.conversation_id, key.call_key, fingerprint, time.time(), os.getpid()))
+                    claimed = cur.rowcount == 1
+                    row = None if claimed else self._select(conn, key)
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as exc:
+                raise LedgerError(f"ledger claim failed for {key!r}: {exc}") from exc
+        return None if claimed else self._record(key, row)
+
+    def complete(self, key: LedgerKey, result: ToolResult) -> None:
+        blob = msgspec.json.encode(result)
+        with self._lock:
+            conn = self._connection()
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    cur = conn.execute(
+                        "UPDATE toolwire_ledger SET status = 'completed', result = ?, completed_at = ?"
+                        " WHERE conversation_id = ? AND call_key = ? AND status = 'started'",
+                        (blob, time.time(), key.conversation_id, key.call_key))
+                    updated = cur.rowcount == 1
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as exc:
+                raise LedgerError(f"ledger complete failed for {key!r}: {exc}") from exc
+        if not updated:
+            raise LedgerError(f"cannot complete {key!r}: it is not started")
+
+    def get(self, key: LedgerKey) -> LedgerRecord | None:
+        with self._lock:
+            conn = self._connection()
+            try:
+                row = self._select(conn, key)
+            except sqlite3.Error as exc:
+                raise LedgerError(f"ledger read failed for {key!r}: {exc}") from exc
+        return None if row is None else self._record(key, row)
+
+    # ---- helpers --------------------------------------------------------------------------------------
+    @staticmethod
+    def _select(conn: sqlite3.Connection, key: LedgerKey) -> tuple | None:
+        return conn.execute(
+            "SELECT status, fingerprint, result, started_at, completed_at FROM toolwire_ledger"
+            " WHERE conversation_id = ? AND call_key = ?", (key.conversation_id, key.call_key)).fetchone()
+
+    @staticmethod
+    def _record(key: LedgerKey, row: tuple | None) -> LedgerRecord:
+        if row is None:  # pragma: no cover - a row that conflicted cannot vanish inside the transaction
+            raise LedgerError(f"ledger row for {key!r} disappeared")
+        status, fingerprint, blob, started_at, completed_at = row
+        result = _result_decoder.decode(blob) if blob is not None else None
+        return LedgerRecord(key=key, status=status, fingerprint=fingerprint, result=result,
+                            started_at=started_at, completed_at=completed_at)
+
+    def __repr__(self) -> str:
+        return f"SQLiteLedger({self.path!r})"
