@@ -5,7 +5,10 @@ from __future__ import annotations
 from ..errors import UsageError
 from .anthropic import AnthropicCodec
 from .base import Codec
+from .gemini import GeminiCodec
+from .gemini_interactions import GeminiInteractionsCodec
 from .openai_chat import OpenAIChatCodec
+from .openai_responses import OpenAIResponsesCodec
 
 __all__ = ["Codec", "CODECS", "PROVIDERS", "codec_for"]
 
@@ -13,6 +16,9 @@ __all__ = ["Codec", "CODECS", "PROVIDERS", "codec_for"]
 CODECS: dict[str, type[Codec]] = {
     OpenAIChatCodec.provider: OpenAIChatCodec,
     AnthropicCodec.provider: AnthropicCodec,
+    OpenAIResponsesCodec.provider: OpenAIResponsesCodec,
+    GeminiCodec.provider: GeminiCodec,
+    GeminiInteractionsCodec.provider: GeminiInteractionsCodec,
 }
 
 PROVIDERS = tuple(CODECS)

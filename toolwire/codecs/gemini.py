@@ -1,0 +1,602 @@
+"""Gemini ``generateContent`` / ``streamGenerateContent`` (Gemini API and Vertex AI): chunks and unary bodies.
+
+Wire facts (WIRE.md D): every payload is a whole ``GenerateContentResponse`` (one SSE ``data:`` message with
+``alt=sse``, one element of the JSON array streamed without it, or the unary body; a ``format="json"`` body may be
+that whole array). Candidates are choices. ``functionCall`` parts arrive whole (``args`` is an object; a JSON
+string is tolerated; no ``args`` is ``{}``; ``id`` is optional), so they are opened and completed at once.
+Built-in ``toolCall`` parts run at Google and go to ``server_calls``; ``toolResponse`` parts are replay only.
+
+Vertex streamed arguments (WIRE.md D5): a ``functionCall`` with ``name`` and ``willContinue: true`` opens a
+call; the following ``functionCall`` parts carry ``partialArgs`` (typed values by JSON path; string fragments of
+one path concatenate) and omit name and id; ``{"willContinue": true}`` parts are separators; an empty
+``functionCall: {}`` ends the call. When that end marker never comes, a ``STOP`` finish ends the call provided
+its last part said no more would follow (``willContinue`` absent); otherwise the call was cut. The arguments are
+built as an object from the paths, so they equal the unary form; ``raw_arguments`` is that object's JSON.
+
+``finishReason`` is the candidate's end: ``STOP`` is a tool-call finish when the candidate has calls; there is
+no sentinel, so a stream that closes without one was cut. Errors arrive as ``{"error": {code, message, status,
+details}}``, possibly wrapped in a one-element array.
+
+Replay (D3, PITFALL 16): ``assistant_message()`` is the model ``Content`` of candidate 0 with every part
+verbatim and in order (``thoughtSignature`` on its exact part, empty-text signature parts kept); a streamed call
+is replayed as the one whole ``functionCall`` part it stands for, at its start part's position. Calls keep
+their part's signature in ``provider_meta["thought_signature"]`` and the position of their part in
+``provider_meta["part_index"]``; a signature that arrives on a later empty part before any call of the candidate
+was signed is also recorded on the first call, with ``provider_meta["thought_signature_part"]`` giving the part
+that carries it (replay it there, not on the call's part).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any, Union
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from .. import _log
+from ..types import CallState, FinishReason, ProblemCode, StreamError
+from .base import Codec
+
+__all__ = ["GeminiCodec", "parse_json_path", "JSONPathError"]
+
+
+# ---- wire Structs ---------------------------------------------------------------------------------------
+class _PartialArg(msgspec.Struct, rename="camel", gc=False):
+    json_path: str
+    string_value: Union[str, UnsetType] = UNSET
+    number_value: Union[int, float, UnsetType] = UNSET
+    bool_value: Union[bool, UnsetType] = UNSET
+    null_value: Any = UNSET
+    will_continue: Union[bool, None] = None
+
+
+class _FunctionCall(msgspec.Struct, rename="camel", gc=False):
+    id: Union[str, None] = None
+    name: Union[str, None] = None
+    args: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
+    partial_args: Union[list[_PartialArg], None] = None
+    will_continue: Union[bool, None] = None
+
+
+class _ToolCall(msgspec.Struct, rename="camel", gc=False):
+    id: Union[str, None] = None
+    tool_type: Union[str, None] = None
+    args: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
+
+
+class _Part(msgspec.Struct, rename="camel", gc=False):
+    text: Union[str, None] = None
+    thought: Union[bool, None] = None
+    thought_signature: Union[str, None] = None
+    function_call: Union[_FunctionCall, None] = None
+    tool_call: Union[_ToolCall, None] = None
+
+
+class _Content(msgspec.Struct, gc=False):
+    role: Union[str, None] = None
+    parts: Union[list[msgspec.Raw], None] = None
+
+
+class _Candidate(msgspec.Struct, rename="camel", gc=False):
+    content: Union[_Content, None] = None
+    finish_reason: Union[str, None] = None
+    index: Union[int, None] = None
+    finish_message: Union[str, None] = None
+
+
+class _PromptFeedback(msgspec.Struct, rename="camel", gc=False):
+    block_reason: Union[str, None] = None
+    block_reason_message: Union[str, None] = None
+
+
+class _Response(msgspec.Struct, rename="camel", gc=False):
+    candidates: Union[list[_Candidate], None] = None
+    prompt_feedback: Union[_PromptFeedback, None] = None
+    usage_metadata: Any = None
+    model_version: Union[str, None] = None
+    response_id: Union[str, None] = None
+    error: Any = None
+
+
+_PAYLOAD = msgspec.json.Decoder(Union[_Response, list[_Response]])
+_PART = msgspec.json.Decoder(_Part)
+_ANY = msgspec.json.Decoder()
+_encode = msgspec.json.encode
+
+_FINISH = {
+    "STOP": FinishReason.STOP,
+    "MAX_TOKENS": FinishReason.LENGTH,
+    "SAFETY": FinishReason.CONTENT_FILTER,
+    "RECITATION": FinishReason.CONTENT_FILTER,
+    "BLOCKLIST": FinishReason.CONTENT_FILTER,
+    "PROHIBITED_CONTENT": FinishReason.CONTENT_FILTER,
+    "SPII": FinishReason.CONTENT_FILTER,
+    "MALFORMED_FUNCTION_CALL": FinishReason.ERROR,
+    "UNEXPECTED_TOOL_CALL": FinishReason.ERROR,
+    "TOO_MANY_TOOL_CALLS": FinishReason.ERROR,
+}
+
+
+def finish_reason_of(raw: str) -> FinishReason:
+    """Canonical reason for a Gemini ``finishReason`` (``STOP`` before the has-calls rule)."""
+    reason = _FINISH.get(raw)
+    if reason is None:
+        reason = FinishReason.CONTENT_FILTER if raw.startswith("IMAGE_") else FinishReason.OTHER
+    return reason
+
+
+_ANN = CallState.ANNOUNCED
+
+
+# ---- JSON paths (RFC 9535 normalized paths, the subset partialArgs use) -----------------------------------
+class JSONPathError(ValueError):
+    """A ``partialArgs`` JSON path that cannot be applied to the arguments object."""
+
+
+_SEGMENT = re.compile(
+    r"""\.([A-Za-z_\u0080-\U0010ffff][A-Za-z0-9_\-\u0080-\U0010ffff]*)"""
+    r"""|\[(0|[1-9][0-9]*)\]"""
+    r"""|\['((?:[^'\\]|\\.)*)'\]"""
+    r"""|\["((?:[^"\\]|\\.)*)"\]"""
+)
+
+
+def _unquote(body: str, quote: str) -> str:
+    if "\\" not in body and (quote == '"' or '"' not in body):
+        return body
+    if quote == "'":
+        body = body.replace("\\'", "'").replace('"', '\\"')
+    try:
+        return msgspec.json.decode(('"' + body + '"').encode())
+    except msgspec.DecodeError:
+        raise JSONPathError(f"bad escape in {body!r}") from None
+
+
+@lru_cache(maxsize=4096)
+def parse_json_path(path: str) -> tuple[str | int, ...]:
+    """``"$.recipe.ingredients[3].name"`` → ``("recipe", "ingredients", 3, "name")``.
+
+    Accepts member names (dot or bracket-quoted) and non-negative indices. Raises ``JSONPathError`` for
+    anything else (no ``$``, wildcards, slices, negative indices, filters, an empty path)."""
+    if not path.startswith("$"):
+        raise JSONPathError(f"JSON path {path!r} does not start with '$'")
+    keys: list[str | int] = []
+    pos = 1
+    n = len(path)
+    while pos < n:
+        m = _SEGMENT.match(path, pos)
+        if m is None:
+            raise JSONPathError(f"JSON path {path!r} is not supported at offset {pos}")
+        name, index, single, double = m.groups()
+        if name is not None:
+            keys.append(name)
+        elif index is not None:
+            keys.append(int(index))
+        elif single is not None:
+            keys.append(_unquote(single, "'"))
+        else:
+            keys.append(_unquote(double, '"'))
+        pos = m.end()
+    if not keys:
+        raise JSONPathError(f"JSON path {path!r} names the whole arguments object, not a member of it")
+    if not isinstance(keys[0], str):
+        raise JSONPathError(f"JSON path {path!r} indexes the arguments object as an array")
+    return tuple(keys)
+
+
+def _child(node: Any, key: str | int, make: type, path: str) -> Any:
+    if isinstance(key, str):
+        if type(node) is not dict:
+            raise JSONPathError(f"{path}: member {key!r} of a value that is not an object")
+        child = node.get(key)
+        if child is None and key not in node:
+            child = node[key] = make()
+            return child
+    else:
+        if type(node) is not list:
+            raise JSONPathError(f"{path}: index [{key}] of a value that is not an array")
+        if key == len(node):
+            child = make()
+            node.append(child)
+            return child
+        if key > len(node):
+            raise JSONPathError(f"{path}: index [{key}] skips over index [{len(node)}]")
+        child = node[key]
+    if type(child) is not make:
+        raise JSONPathError(f"{path}: the value at {key!r} is not {'an array' if make is list else 'an object'}")
+    return child
+
+
+def _set(root: dict, path: str, value: Any) -> tuple[Any, str | int]:
+    """Put ``value`` at ``path`` and return the container and key it went to. Raises ``JSONPathError`` when the
+    path contradicts what is there (a gap in an array, a member of a non-object, a value set twice)."""
+    keys = parse_json_path(path)
+    node: Any = root
+    last = len(keys) - 1
+    for i in range(last):
+        node = _child(node, keys[i], list if type(keys[i + 1]) is int else dict, path)
+    key = keys[last]
+    if type(key) is str:
+        if type(node) is not dict:
+            raise JSONPathError(f"{path}: member {key!r} of a value that is not an object")
+        if key in node:
+            raise JSONPathError(f"{path}: set twice")
+        node[key] = value
+        return node, key
+    if type(node) is not list:
+        raise JSONPathError(f"{path}: index [{key}] of a value that is not an array")
+    size = len(node)
+    if key > size:
+        raise JSONPathError(f"{path}: index [{key}] skips over index [{size}]")
+    if key < size:
+        raise JSONPathError(f"{path}: set twice")
+    node.append(value)
+    return node, key
+
+
+# ---- per-candidate state ----------------------------------------------------------------------------------
+class _Streamed:
+    """A call whose arguments arrive as ``partialArgs`` (Vertex): its start part and the object being built.
+
+    Consecutive string fragments of one path are kept in a list and joined once (when another path comes or
+    the value is read), so a long string streamed in many fragments costs linear time."""
+
+    __slots__ = ("rec", "start", "_args", "_pending", "ended", "signature")
+
+    def __init__(self, rec: Any, start: msgspec.Raw) -> None:
+        self.rec = rec
+        self.start = start
+        self._args: dict[str, Any] = {}
+        self._pending: tuple[Any, str | int, list[str], str] | None = None  # (container, key, fragments, path)
+        self.ended = False  # its last part said no more would follow (functionCall.willContinue absent)
+        self.signature: str | None = None  # a signature that arrived on a continuation part
+
+    def apply(self, partial_args: list[_PartialArg]) -> None:
+        """Apply one part's ``partialArgs``. Raises ``JSONPathError``."""
+        for pa in partial_args:
+            path = pa.json_path
+            value: Any
+            if pa.string_value is not UNSET:
+                value = pa.string_value
+                pending = self._pending
+                if pending is not None and pending[3] == path:
+                    pending[2].append(value)  # the next fragment of the same string
+                    continue
+            elif pa.number_value is not UNSET:
+                value = pa.number_value
+            elif pa.bool_value is not UNSET:
+                value = pa.bool_value
+            elif pa.null_value is not UNSET:
+                value = None
+            else:
+                parse_json_path(path)  # a fragment without a value still needs a sound path
+                continue
+            self._flush()
+            node, key = _set(self._args, path, value)
+            if type(value) is str:
+                self._pending = (node, key, [value], path)
+
+    def _flush(self) -> None:
+        pending = self._pending
+        if pending is not None:
+            self._pending = None
+            node, key, frags, _ = pending
+            if len(frags) > 1:
+                node[key] = "".join(frags)
+
+    @property
+    def args(self) -> dict[str, Any]:
+        """The arguments object built so far."""
+        self._flush()
+        return self._args
+
+    def replay(self) -> dict[str, Any]:
+        part = _ANY.decode(self.start)
+        fc = dict(part.get("functionCall") or {})
+        fc.pop("willContinue", None)
+        fc.pop("partialArgs", None)
+        args = self.rec.args
+        fc["args"] = args if isinstance(args, dict) else {}
+        part["functionCall"] = fc
+        if self.signature is not None and "thoughtSignature" not in part:
+            part["thoughtSignature"] = self.signature
+        return part
+
+
+class _Cand:
+    __slots__ = ("index", "entries", "open", "calls", "first", "signed", "finished")
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.entries: list[Any] = []  # replay parts: msgspec.Raw (verbatim) or _Streamed
+        self.open: _Streamed | None = None
+        self.calls = 0  # client calls in this candidate
+        self.first: Any = None  # its first client call
+        self.signed = False  # some call of this candidate carries a thought signature
+        self.finished = False
+
+
+def _error_from(value: Any) -> StreamError:
+    if isinstance(value, list) and len(value) == 1:
+        value = value[0]
+    if isinstance(value, dict):
+        code = value.get("code")
+        status = value.get("status")
+        return StreamError(type=str(status or "api_error"),
+                           message=str(value.get("message") or "the provider reported an error"),
+                           code=None if status is None else str(status),
+                           status=code if isinstance(code, int) and not isinstance(code, bool) else None,
+                           raw=value)
+    return StreamError(type="api_error", message=str(value), raw=value)
+
+
+def _args_text(raw: msgspec.Raw) -> str | None:
+    """The arguments as text: an object as it arrived, a JSON string's content; None when absent or null."""
+    if not raw:
+        return None
+    data = bytes(raw)
+    if data == b"null":
+        return None
+    if data[:1] == b'"':
+        return msgspec.json.decode(data)
+    return data.decode()
+
+
+class GeminiCodec(Codec):
+    provider = "gemini"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._cands: dict[int, _Cand] = {}
+        self._blocked = False
+
+    # ---- payloads -------------------------------------------------------------------------------------
+    def on_payload(self, event: str | None, data: bytes) -> None:
+        asm = self.asm
+        asm.position += 1
+        if asm.failed:
+            return
+        try:
+            value = _PAYLOAD.decode(data)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            self.bad_payload(exc, data)
+            return
+        if type(value) is list:  # a whole streamed array handed over as one body
+            if not value:
+                _log.emit(_log.DEBUG, "payload.skipped", provider=self.provider, reason="empty array",
+                          position=asm.position)
+                return
+            for resp in value:
+                if asm.failed:
+                    return
+                self._response(resp)
+        else:
+            self._response(value)
+
+    def _response(self, resp: _Response) -> None:
+        asm = self.asm
+        if resp.error is not None:
+            asm.understood += 1
+            asm.stream_error(_error_from(resp.error))
+            return
+        cands = resp.candidates
+        if cands is None and resp.prompt_feedback is None and resp.usage_metadata is None \
+                and resp.response_id is None and resp.model_version is None:
+            if _log.enabled(_log.DEBUG):
+                _log.emit(_log.DEBUG, "payload.skipped", provider=self.provider, reason="no known field",
+                          position=asm.position)
+            return
+        asm.understood += 1
+        if resp.response_id and asm.response_id is None:
+            asm.response_id = resp.response_id
+        if resp.model_version and asm.model is None:
+            asm.model = resp.model_version
+        if resp.usage_metadata is not None:
+            asm.usage = resp.usage_metadata
+        if cands:
+            for pos, cand in enumerate(cands):
+                self._candidate(cand, pos)
+                if asm.failed:
+                    return
+        elif resp.prompt_feedback is not None and resp.prompt_feedback.block_reason and not self._cands:
+            self._blocked = True
+            asm.finish_choice(0, FinishReason.CONTENT_FILTER, resp.prompt_feedback.block_reason)
+
+    def _candidate(self, cand: _Candidate, pos: int) -> None:
+        index = cand.index if cand.index is not None else pos
+        st = self._cands.get(index)
+        if st is None:
+            st = self._cands[index] = _Cand(index)
+            self.asm.choice(index)
+        content = cand.content
+        if content is not None and content.parts:
+            for raw in content.parts:
+                self._part(st, raw)
+                if self.asm.failed:
+                    return
+        if cand.finish_reason:
+            self._finish(st, cand.finish_reason)
+
+    def _part(self, st: _Cand, raw: msgspec.Raw) -> None:
+        asm = self.asm
+        try:
+            part = _PART.decode(raw)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            asm.protocol_error(f"gemini part could not be decoded: {exc}", bytes(raw))
+            return
+        fc = part.function_call
+        if fc is not None:
+            self._function_call(st, part, fc, raw)
+            return
+        tc = part.tool_call
+        if tc is not None:
+            rec = asm.open_call(call_id=tc.id, name=tc.tool_type, choice=st.index, server=True,
+                                server_type="toolCall", meta={"part_index": len(st.entries)})
+            rec.initial = _args_text(tc.args)
+            st.entries.append(raw)
+            asm.complete(rec)
+            return
+        text = part.text
+        sig = part.thought_signature
+        if text:
+            if not part.thought:
+                asm.add_text(text, st.index)
+        elif sig is None and text == "" and _ANY.decode(raw).keys() <= {"text"}:
+            return  # a bare {"text": ""} carries nothing (and an empty text part is refused on replay)
+        if sig is not None and not text and not st.signed and st.first is not None:
+            # the signature of the first of the candidate's calls, delivered on a later empty part
+            st.signed = True
+            st.first.meta["thought_signature"] = sig
+            st.first.meta["thought_signature_part"] = len(st.entries)
+        st.entries.append(raw)
+
+    def _function_call(self, st: _Cand, part: _Part, fc: _FunctionCall, raw: msgspec.Raw) -> None:
+        asm = self.asm
+        cur = st.open
+        name = fc.name or None
+        if name is None and (fc.partial_args or fc.will_continue):
+            # a continuation part of the streamed call (hot path)
+            if cur is None:
+                asm.protocol_error("functionCall partialArgs arrived with no streamed call open", bytes(raw))
+                return
+            rec = cur.rec
+            if fc.id and fc.id != rec.call_id:
+                if rec.call_id is None:
+                    rec.call_id = fc.id
+                else:
+                    asm.protocol_error(f"continuation part with id {fc.id!r} for call {rec.call_id!r}")
+                    return
+            if part.thought_signature is not None:
+                self._streamed_signature(st, cur, part.thought_signature)
+            if fc.partial_args:
+                if rec.state is _ANN:
+                    rec.receive()
+                try:
+                    cur.apply(fc.partial_args)
+                except JSONPathError as exc:
+                    asm.protocol_error(f"bad partialArgs for call {rec.call_id or rec.local_id}: {exc}",
+                                       bytes(raw))
+                    return
+                cur.ended = not fc.will_continue
+            else:
+                cur.ended = False
+            return
+        args_text = _args_text(fc.args)
+        if name is None and args_text is None and fc.id is None:
+            # the empty functionCall that ends a streamed call
+            if cur is not None:
+                if part.thought_signature is not None:
+                    self._streamed_signature(st, cur, part.thought_signature)
+                self._end_streamed(st)
+            elif part.thought_signature is not None:
+                st.entries.append(raw)
+            elif _log.enabled(_log.DEBUG):
+                _log.emit(_log.DEBUG, "payload.skipped", provider=self.provider,
+                          reason="end marker with no streamed call open", position=asm.position)
+            return
+        # a new call: the streamed one before it must have ended
+        if cur is not None:
+            if cur.ended:
+                self._end_streamed(st)
+            else:
+                st.open = None
+                asm.fail(cur.rec, ProblemCode.PROTOCOL_ERROR,
+                         "a new functionCall began before this call's end marker")
+        if st.finished:
+            asm.protocol_error(f"functionCall after candidate {st.index}'s finishReason", bytes(raw))
+            return
+        meta: dict[str, Any] = {"part_index": len(st.entries)}
+        sig = part.thought_signature
+        if sig is not None:
+            meta["thought_signature"] = sig
+            st.signed = True
+        rec = asm.open_call(call_id=fc.id, name=name, choice=st.index, meta=meta)
+        st.calls += 1
+        if st.first is None:
+            st.first = rec
+        if fc.will_continue:
+            cur = st.open = _Streamed(rec, raw)
+            st.entries.append(cur)
+            if fc.partial_args:
+                rec.receive()
+                try:
+                    cur.apply(fc.partial_args)
+                except JSONPathError as exc:
+                    asm.protocol_error(f"bad partialArgs for call {rec.call_id or rec.local_id}: {exc}",
+                                       bytes(raw))
+            return
+        st.entries.append(raw)
+        if fc.partial_args:  # a whole call given as partialArgs in one part
+            whole = _Streamed(rec, raw)
+            try:
+                whole.apply(fc.partial_args)
+            except JSONPathError as exc:
+                asm.protocol_error(f"bad partialArgs for call {rec.call_id or rec.local_id}: {exc}", bytes(raw))
+                return
+            args_text = _encode(whole.args).decode()
+        rec.initial = args_text
+        if name is None:
+            asm.fail(rec, ProblemCode.MISSING_NAME, "the functionCall has no name")
+        else:
+            asm.complete(rec)
+
+    def _streamed_signature(self, st: _Cand, cur: _Streamed, sig: str) -> None:
+        meta = cur.rec.meta
+        if "thought_signature" not in meta:
+            meta["thought_signature"] = sig
+            cur.signature = sig
+            st.signed = True
+
+    def _end_streamed(self, st: _Cand) -> None:
+        cur = st.open
+        st.open = None
+        rec = cur.rec
+        if rec.is_open:
+            if cur.args:
+                rec.initial = _encode(cur.args).decode()
+            self.asm.complete(rec)
+
+    def _finish(self, st: _Cand, raw: str) -> None:
+        if st.finished:
+            return
+        asm = self.asm
+        reason = finish_reason_of(raw)
+        if reason is FinishReason.STOP:
+            cur = st.open
+            if cur is not None:
+                # no end marker came: the finish ends the call if its last part said nothing would follow
+                if cur.ended:
+                    self._end_streamed(st)
+                else:
+                    st.open = None
+                    asm.truncate(cur.rec, ProblemCode.STREAM_CUT,
+                                 "the candidate finished while the call's partialArgs announced more")
+            if st.calls:
+                reason = FinishReason.TOOL_CALLS
+        else:
+            st.open = None  # finish_choice truncates it
+        st.finished = True
+        asm.finish_choice(st.index, reason, raw)
+
+    def on_close(self) -> None:
+        asm = self.asm
+        if not asm.failed:
+            if self._cands:
+                asm.finished = all(st.finished for st in self._cands.values())
+            elif self._blocked:
+                asm.finished = True
+        asm.end_of_stream()
+
+    def assistant_message(self) -> Any:
+        """``{"role": "model", "parts": [...]}`` for candidate 0: every part verbatim and in order, a streamed
+        call as the one whole ``functionCall`` part it stands for."""
+        st = self._cands.get(0)
+        if st is None and self._cands:
+            st = self._cands[min(self._cands)]
+        parts = []
+        if st is not None:
+            for entry in st.entries:
+                parts.append(entry.replay() if type(entry) is _Streamed else _ANY.decode(entry))
+        return {"role": "model", "parts": parts}
