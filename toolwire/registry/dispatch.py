@@ -44,7 +44,7 @@ from .. import _log
 from ..errors import UsageError
 from ..statemachine.call import CallRecord
 from ..statemachine.table import Trigger, next_state
-from ..types import CallState, ToolCall, Turn
+from ..types import CallState, ToolCall, Transition, Turn
 from .approval import (
     Approval,
     ApprovalRequest,
@@ -403,9 +403,12 @@ class Dispatcher:
         results: list[ToolResult] = []
         for p in plans:
             r = p.result
-            results.append(r)
             if p.rec is not None:
+                r.history = [Transition(t, a, b, n) for t, a, b, n in p.rec.history]
                 p.rec.release()
+            else:
+                r.history = list(p.call.history)
+            results.append(r)
             _log.emit(_log.INFO, "dispatch.result", provider=p.call.provider, conversation_id=conversation_id,
                       call_id=p.call.call_id, local_id=p.call.local_id, name=_short(p.call.name), kind=r.kind.value,
                       effect=p.tool.effect if p.tool else None, attempts=p.attempts,

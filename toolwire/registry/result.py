@@ -7,6 +7,7 @@ from typing import Any
 
 import msgspec
 
+from ..types import Transition
 from .approval import ApprovalRequest
 
 __all__ = ["ResultKind", "ToolResult"]
@@ -44,3 +45,13 @@ class ToolResult(msgspec.Struct, kw_only=True):
     is_error: bool
     kind: ResultKind
     approval: ApprovalRequest | None = None
+    #: the call's whole path through the state machine, parsing and dispatch (``answered`` last when it ran
+    #: or was rejected; a truncated or errored call's path ends there)
+    history: list[Transition] = msgspec.field(default_factory=list)
+
+    @property
+    def states(self) -> list[str]:
+        """The states the call went through, in order (``["announced", "accumulating", "complete", …]``)."""
+        if not self.history:
+            return []
+        return [self.history[0].src.value] + [t.dst.value for t in self.history if t.dst is not t.src]
