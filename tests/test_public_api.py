@@ -66,6 +66,22 @@ PINNED_ALL = [
     "DuplicateToolError",
     "ApprovalError",
     "LedgerError",
+    # declarations, tool choice and the portability audit
+    "declare",
+    "Declaration",
+    "ToolSpec",
+    "ToolChoice",
+    "Approximation",
+    "Loss",
+    "strict_schema",
+    "gemini_schema",
+    "from_strict_arguments",
+    "audit_tools",
+    "AuditReport",
+    "DeclarationLimitError",
+    "ToolChoiceError",
+    "StrictSchemaError",
+    "SchemaConversionError",
 ]
 
 PUBLIC_EXCEPTIONS = [
@@ -117,6 +133,7 @@ def test_public_exceptions_found():
     assert {exc.__name__ for exc in PUBLIC_EXCEPTIONS} == {
         "ToolwireError", "UsageError", "ProviderProtocolError", "FramingError", "InvalidTransition",
         "ToolDeclarationError", "ToolNameError", "DuplicateToolError", "ApprovalError", "LedgerError",
+        "DeclarationLimitError", "ToolChoiceError", "StrictSchemaError", "SchemaConversionError",
     }
 
 

@@ -9,7 +9,17 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+from .audit import AuditReport, audit_tools
 from .codecs import PROVIDERS
+from .codecs.declare import (
+    Approximation,
+    Declaration,
+    DeclarationLimitError,
+    ToolChoice,
+    ToolChoiceError,
+    ToolSpec,
+    declare,
+)
 from .errors import FramingError, InvalidTransition, ProviderProtocolError, ToolwireError, UsageError
 from .parser import StreamParser, parse
 from .registry import (
@@ -33,6 +43,14 @@ from .registry import (
     ToolNameError,
     ToolResult,
     assert_registry_matches,
+)
+from .schema_tools import (
+    Loss,
+    SchemaConversionError,
+    StrictSchemaError,
+    from_strict_arguments,
+    gemini_schema,
+    strict_schema,
 )
 from .types import (
     ArgumentsReceived,
@@ -113,4 +131,20 @@ __all__ = [
     "DuplicateToolError",
     "ApprovalError",
     "LedgerError",
+    # declarations, tool choice and the portability audit
+    "declare",
+    "Declaration",
+    "ToolSpec",
+    "ToolChoice",
+    "Approximation",
+    "Loss",
+    "strict_schema",
+    "gemini_schema",
+    "from_strict_arguments",
+    "audit_tools",
+    "AuditReport",
+    "DeclarationLimitError",
+    "ToolChoiceError",
+    "StrictSchemaError",
+    "SchemaConversionError",
 ]

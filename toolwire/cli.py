@@ -179,6 +179,10 @@ def build_parser() -> argparse.ArgumentParser:
     pt.add_argument("--diagram-format", default="mermaid", choices=diagram.FORMATS)
     pt.add_argument("file", nargs="?", default="-", metavar="FILE", help="input file, or - for stdin (default)")
     pt.set_defaults(func=_cmd_trace)
+
+    from .cli_declare import register as register_declare  # declare, audit
+
+    register_declare(sub, common)
     return p
 
 

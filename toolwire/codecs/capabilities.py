@@ -15,11 +15,16 @@ __all__ = ["Limit", "Capabilities", "CAPABILITIES", "capabilities_for", "PORTABL
 
 
 class Limit(msgspec.Struct, frozen=True):
-    """A number a provider enforces, with where it comes from and whether the provider documents it."""
+    """A number a provider enforces, with where it comes from and whether the provider documents it.
+
+    ``applies`` says when the limit is enforced: ``"always"``, or ``"strict"`` for limits of OpenAI's strict
+    (Structured Outputs) schemas only.
+    """
 
     value: int | None
     source: str
     documented: bool = True
+    applies: str = "always"
 
 
 class Capabilities(msgspec.Struct, frozen=True, kw_only=True):
@@ -38,6 +43,18 @@ class Capabilities(msgspec.Struct, frozen=True, kw_only=True):
     permanent_statuses: tuple[int, ...]
     transient_error_types: tuple[str, ...]  # in-stream / body error types worth a retry
     delay_hints: tuple[str, ...]  # where a server says how long to wait
+    # ---- declarations (toolwire.codecs.declare, toolwire audit) ----
+    #: total properties in one strict schema
+    max_schema_properties: Limit = Limit(None, "not documented", documented=False)
+    #: enum values across one strict schema
+    max_enum_values: Limit = Limit(None, "not documented", documented=False)
+    #: size of one call's arguments (no provider documents one: WIRE F1 "Args / size")
+    max_argument_bytes: Limit = Limit(None, "WIRE F1: not documented", documented=False)
+    #: rule for top-level parameter (property) names, where the provider has one; None = no rule
+    param_name_pattern: str | None = None
+    param_name_source: str = ""
+    #: where the parameter-name rule applies: "always", or "openapi" (Gemini's OpenAPI ``parameters`` only)
+    param_name_applies: str = "always"
 
     def name_ok(self, name: str) -> bool:
         return len(name) <= self.name_max and re.fullmatch(self.name_pattern, name) is not None
@@ -51,8 +68,10 @@ CAPABILITIES: dict[str, Capabilities] = {
         dialect="openai-chat", endpoint="POST /v1/chat/completions",
         name_pattern=r"[a-zA-Z0-9_-]{1,64}", name_max=64, name_source="WIRE A1 / F1 (function_definition.py)",
         max_tools=Limit(128, "WIRE F1: array_above_max_length on tools"),
-        schema_depth=Limit(10, "WIRE F1: strict mode nesting (older limit 5)", documented=True),
+        schema_depth=Limit(10, "WIRE F1: strict mode nesting (older limit 5)", documented=True, applies="strict"),
         max_request_bytes=Limit(None, "WIRE F1: not documented", documented=False),
+        max_schema_properties=Limit(5000, "WIRE F1: strict mode properties", applies="strict"),
+        max_enum_values=Limit(1000, "WIRE F1: strict mode enum values", applies="strict"),
         ids_echoed="tool message tool_call_id = tool_calls[].id",
         signatures="none (Gemini's compatible endpoint: tool_calls[].extra_content.google.thought_signature)",
         tool_turn_finish=("tool_calls", "stop", "function_call"),
@@ -65,8 +84,10 @@ CAPABILITIES: dict[str, Capabilities] = {
         dialect="openai-responses", endpoint="POST /v1/responses",
         name_pattern=r"[a-zA-Z0-9_-]{1,64}", name_max=64, name_source="WIRE B1 / F1",
         max_tools=Limit(128, "WIRE F1: array_above_max_length on tools"),
-        schema_depth=Limit(10, "WIRE F1: strict mode nesting"),
+        schema_depth=Limit(10, "WIRE F1: strict mode nesting", applies="strict"),
         max_request_bytes=Limit(None, "WIRE F1: not documented", documented=False),
+        max_schema_properties=Limit(5000, "WIRE F1: strict mode properties", applies="strict"),
+        max_enum_values=Limit(1000, "WIRE F1: strict mode enum values", applies="strict"),
         ids_echoed="function_call_output.call_id = function_call.call_id (not the fc_ item id)",
         signatures="reasoning items (encrypted_content) replayed before their function_call",
         tool_turn_finish=("completed",),
@@ -95,6 +116,9 @@ CAPABILITIES: dict[str, Capabilities] = {
         max_tools=Limit(512, "WIRE F1: function_declarations (older Vertex: 64)"),
         schema_depth=Limit(None, "WIRE F1: not documented", documented=False),
         max_request_bytes=Limit(None, "WIRE F1: not documented", documented=False),
+        param_name_pattern=r"[A-Za-z_][A-Za-z0-9_]{0,63}",
+        param_name_source="WIRE D1 (types.py FunctionDeclaration.parameters)",
+        param_name_applies="openapi",
         ids_echoed="functionResponse.id = functionCall.id when the call had one; name always",
         signatures="thoughtSignature on the exact part (only the first of parallel calls)",
         tool_turn_finish=("STOP",),

@@ -1,0 +1,220 @@
+"""Tool declarations and tool choice for every dialect, from the canonical ``Tool`` (one module per dialect).
+
+``declare(dialect, tools, choice=..., strict=..., schema_mode=...)`` returns the request fragment: ``tools``
+plus ``tool_choice`` and whatever else the dialect needs (``parallel_tool_calls``, ``toolConfig``,
+``generation_config``), the schema ``losses`` of the declaration, and ``warnings`` for every choice a dialect
+cannot express exactly and was sent as its nearest equivalent. Nothing changes silently; limits from the
+capabilities records (name rule and length, maximum tools, strict schema depth, …) raise
+``DeclarationLimitError``. toolwire never renames a tool: a name a dialect refuses is an error here, and
+``toolwire audit`` suggests a portable one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from types import ModuleType
+from typing import Any
+
+import msgspec
+
+from ...errors import UsageError
+from ...registry.errors import DuplicateToolError, ToolDeclarationError
+from ...schema_tools import Loss
+from . import anthropic, gemini, gemini_interactions, openai_chat, openai_responses
+from ._common import (
+    SCHEMA_MODES,
+    Approximation,
+    ChoiceResult,
+    DeclarationLimitError,
+    LimitFinding,
+    ToolChoice,
+    ToolChoiceError,
+    ToolSpec,
+    as_spec,
+    check_limits,
+    suggest_name,
+)
+
+__all__ = [
+    "DIALECTS",
+    "SCHEMA_MODES",
+    "Declaration",
+    "ToolSpec",
+    "ToolChoice",
+    "Approximation",
+    "ChoiceResult",
+    "LimitFinding",
+    "DeclarationLimitError",
+    "ToolChoiceError",
+    "declare",
+    "declare_tool",
+    "translate_choice",
+    "load_tools",
+    "as_spec",
+    "check_limits",
+    "suggest_name",
+    "module_for",
+]
+
+#: dialect id -> its declaration module
+DIALECTS: dict[str, ModuleType] = {
+    openai_chat.DIALECT: openai_chat,
+    openai_responses.DIALECT: openai_responses,
+    anthropic.DIALECT: anthropic,
+    gemini.DIALECT: gemini,
+    gemini_interactions.DIALECT: gemini_interactions,
+}
+
+
+class Declaration(msgspec.Struct, frozen=True, kw_only=True):
+    """What ``declare`` returns: the ``fragment`` to merge into a request body, the schema ``losses`` and the
+    choice ``warnings`` (``Approximation``) of the declaration."""
+
+    dialect: str
+    fragment: dict[str, Any]
+    losses: tuple[Loss, ...] = ()
+    warnings: tuple[Approximation, ...] = ()
+
+
+def module_for(dialect: str) -> ModuleType:
+    """The declaration module of ``dialect``; raises ``UsageError`` for an unknown one."""
+    try:
+        return DIALECTS[dialect]
+    except KeyError:
+        raise UsageError(f"unknown dialect {dialect!r}; expected one of: {', '.join(DIALECTS)}") from None
+
+
+def _check_mode(schema_mode: str) -> None:
+    if schema_mode not in SCHEMA_MODES:
+        raise UsageError(f"schema_mode must be one of {SCHEMA_MODES}, not {schema_mode!r}")
+
+
+def declare_tool(dialect: str, tool: Any, *, strict: bool = False, schema_mode: str = "json_schema"
+                 ) -> tuple[dict[str, Any], tuple[Loss, ...]]:
+    """One tool's declaration in ``dialect`` and the schema losses (no limit checks).
+
+    Raises ``StrictSchemaError`` (``strict`` on OpenAI), ``SchemaConversionError`` (Gemini ``openapi``),
+    ``UsageError``.
+    """
+    _check_mode(schema_mode)
+    return module_for(dialect).declare_tool(as_spec(tool), strict=strict, schema_mode=schema_mode)
+
+
+def translate_choice(dialect: str, choice: ToolChoice, names: Iterable[str], *, strict: bool = False
+                     ) -> ChoiceResult:
+    """``choice`` in ``dialect`` for the declared tool ``names``; raises ``ToolChoiceError`` for an unknown name."""
+    return module_for(dialect).choice_fragment(choice, list(names), strict=strict)
+
+
+def declare(dialect: str, tools: Iterable[Any], *, choice: ToolChoice | None = None, strict: bool = False,
+            schema_mode: str = "json_schema") -> Declaration:
+    """Declare ``tools`` (``Tool``, ``ToolSpec`` or ``{"name", "description", "input_schema"}``) for ``dialect``.
+
+    ``choice`` defaults to ``ToolChoice.auto()``. ``strict`` asks the provider to constrain arguments to the
+    schema (OpenAI: ``strict: true`` with the schema rewritten and ``parallel_tool_calls: false``; Anthropic:
+    ``strict: true``; Gemini and Interactions: mode VALIDATED in place of AUTO). ``schema_mode`` matters for
+    ``gemini`` only: ``json_schema`` (``parametersJsonSchema``) or ``openapi`` (``parameters``).
+
+    Raises ``DeclarationLimitError`` (a limit of the dialect is broken; ``findings`` lists all),
+    ``StrictSchemaError``, ``SchemaConversionError``, ``ToolChoiceError`` (unknown tool in the choice),
+    ``DuplicateToolError``, ``ToolDeclarationError`` (a malformed tool), ``UsageError`` (unknown dialect or
+    mode, no tools).
+    """
+    mod = module_for(dialect)
+    _check_mode(schema_mode)
+    specs = [as_spec(t) for t in tools]
+    if not specs:
+        raise UsageError("no tools to declare")
+    seen: set[str] = set()
+    for spec in specs:
+        if spec.name in seen:
+            raise DuplicateToolError(f"two tools are named {spec.name!r}", tool=spec.name, rule="unique names")
+        seen.add(spec.name)
+    choice = choice if choice is not None else ToolChoice()
+    result: ChoiceResult = mod.choice_fragment(choice, [s.name for s in specs], strict=strict)
+    chosen = specs if result.keep is None else [s for s in specs if s.name in set(result.keep)]
+    declarations: list[dict[str, Any]] = []
+    losses: list[Loss] = []
+    for spec in chosen:
+        declaration, lost = mod.declare_tool(spec, strict=strict, schema_mode=schema_mode)
+        declarations.append(declaration)
+        losses.extend(lost)
+    tools_fragment = mod.tools_fragment(declarations)
+    findings = check_limits(dialect, chosen, [mod.schema_of(d) for d in declarations], strict=strict,
+                            schema_mode=schema_mode, tools_payload=tools_fragment["tools"])
+    if findings:
+        raise DeclarationLimitError(findings[0], findings)
+    return Declaration(dialect=dialect, fragment={**tools_fragment, **result.fragment}, losses=tuple(losses),
+                       warnings=tuple(result.warnings) + tuple(mod.strict_warnings(strict)))
+
+
+# ---- reading tool lists ----------------------------------------------------------------------------------------
+
+
+def _entry(raw: Any, index: int) -> dict[str, Any]:
+    """One tool entry in any supported shape, as ``{"name", "description", "input_schema"}``."""
+    if not isinstance(raw, Mapping):
+        raise ToolDeclarationError(f"tool #{index} is not a JSON object", tool=None, rule="tool is an object")
+    if raw.get("type") == "function" and isinstance(raw.get("function"), Mapping):  # Chat
+        fn = raw["function"]
+        return {"name": fn.get("name"), "description": fn.get("description"), "input_schema": fn.get("parameters")}
+    if "input_schema" in raw or "inputSchema" in raw:  # canonical, Anthropic, MCP
+        return {"name": raw.get("name"), "description": raw.get("description"),
+                "input_schema": raw.get("input_schema", raw.get("inputSchema"))}
+    if "parametersJsonSchema" in raw:  # Gemini JSON Schema declaration
+        return {"name": raw.get("name"), "description": raw.get("description"),
+                "input_schema": raw["parametersJsonSchema"]}
+    if "parameters" in raw and raw.get("type") == "function":  # Responses, Interactions
+        return {"name": raw.get("name"), "description": raw.get("description"), "input_schema": raw["parameters"]}
+    if "parameters" in raw:
+        raise ToolDeclarationError(f"tool #{index} ({raw.get('name')!r}) has Gemini OpenAPI 'parameters'; give a "
+                                   "JSON Schema (input_schema, inputSchema or parametersJsonSchema)",
+                                   tool=raw.get("name"), rule="JSON Schema input")
+    if "name" in raw:
+        return {"name": raw.get("name"), "description": raw.get("description"), "input_schema": None}
+    raise ToolDeclarationError(f"tool #{index} has no name", tool=None, rule="name")
+
+
+def load_tools(doc: Any) -> list[ToolSpec]:
+    """Tool specs from a parsed JSON document.
+
+    Accepted: a list of canonical tools ``[{"name", "description", "input_schema"}]``; an MCP ``tools/list``
+    result ``{"tools": [{"name", "description", "inputSchema"}]}`` (or its JSON-RPC envelope); a Chat,
+    Responses, Anthropic or Interactions ``tools`` array; Gemini ``[{"functionDeclarations": [...]}]`` with
+    ``parametersJsonSchema``. A tool without a schema takes no arguments. Each schema must be a valid JSON
+    Schema whose type is ``object`` (as for ``Tool.from_schema``); names are not checked here (``declare`` and
+    ``audit`` do, per dialect).
+
+    Raises ``ToolDeclarationError`` (``DuplicateToolError`` for a repeated name).
+    """
+    from ...registry.tool import _schema_validator
+
+    if isinstance(doc, Mapping) and isinstance(doc.get("result"), Mapping) and "jsonrpc" in doc:
+        doc = doc["result"]
+    if isinstance(doc, Mapping):
+        if isinstance(doc.get("tools"), list):
+            doc = doc["tools"]
+        elif isinstance(doc.get("functionDeclarations"), list):
+            doc = [doc]
+        else:
+            raise ToolDeclarationError("expected a list of tools or an object with a 'tools' list", tool=None,
+                                       rule="tools list")
+    if not isinstance(doc, list):
+        raise ToolDeclarationError("expected a list of tools or an object with a 'tools' list", tool=None,
+                                   rule="tools list")
+    entries: list[dict[str, Any]] = []
+    for i, raw in enumerate(doc):
+        if isinstance(raw, Mapping) and isinstance(raw.get("functionDeclarations"), list):
+            entries.extend(_entry(d, i) for d in raw["functionDeclarations"])
+        else:
+            entries.append(_entry(raw, i))
+    specs: list[ToolSpec] = []
+    seen: set[str] = set()
+    for entry in entries:
+        spec = as_spec(entry)
+        if spec.name in seen:
+            raise DuplicateToolError(f"two tools are named {spec.name!r}", tool=spec.name, rule="unique names")
+        seen.add(spec.name)
+        _schema_validator(spec.name, spec.input_schema)
+        specs.append(spec)
+    return specs

@@ -1,0 +1,61 @@
+"""OpenAI Responses declarations (WIRE B1).
+
+Function tools are flat: ``{"type": "function", name, description?, parameters, strict}`` (the SDK marks
+``parameters`` and ``strict`` required; ``strict`` is always sent, ``false`` unless asked, so the API does not
+pick strict validation on its own). ``tool_choice`` is flat too: ``{"type": "function", "name"}`` and
+``{"type": "allowed_tools", "mode", "tools": [{"type": "function", "name"}]}``; ``parallel_tool_calls`` as in
+Chat.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ...schema_tools import Loss, strict_schema
+from ._common import Approximation, ChoiceResult, ToolChoice, ToolSpec, check_choice_names, openai_parallel
+
+DIALECT = "openai-responses"
+
+
+def declare_tool(spec: ToolSpec, *, strict: bool = False, schema_mode: str = "json_schema"
+                 ) -> tuple[dict[str, Any], tuple[Loss, ...]]:
+    """One tool declaration; with ``strict`` the schema is rewritten (raises ``StrictSchemaError``)."""
+    schema: dict[str, Any] = spec.input_schema
+    losses: tuple[Loss, ...] = ()
+    if strict:
+        conv = strict_schema(schema, tool=spec.name, dialect=DIALECT)
+        schema, losses = conv.schema, conv.losses
+    out: dict[str, Any] = {"type": "function", "name": spec.name}
+    if spec.description:
+        out["description"] = spec.description
+    out["parameters"] = schema
+    out["strict"] = bool(strict)
+    return out, losses
+
+
+def schema_of(declaration: dict[str, Any]) -> dict[str, Any]:
+    return declaration.get("parameters") or {}
+
+
+def tools_fragment(declarations: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"tools": declarations}
+
+
+def strict_warnings(strict: bool) -> tuple[Approximation, ...]:
+    return ()
+
+
+def choice_fragment(choice: ToolChoice, names: Sequence[str], *, strict: bool = False) -> ChoiceResult:
+    """``tool_choice`` (+ ``parallel_tool_calls``) for ``choice``; every choice is expressible here."""
+    check_choice_names(DIALECT, choice, names)
+    value: Any
+    if choice.mode == "tool":
+        value = {"type": "function", "name": choice.name}
+    elif choice.allowed is not None:
+        value = {"type": "allowed_tools", "mode": choice.mode,
+                 "tools": [{"type": "function", "name": n} for n in choice.allowed]}
+    else:
+        value = choice.mode
+    extra, warnings = openai_parallel(choice, strict)
+    return ChoiceResult(fragment={"tool_choice": value, **extra}, warnings=warnings)
