@@ -22,5 +22,12 @@ test: $(STAMP)
 fuzz: $(STAMP)
 	HYPOTHESIS_PROFILE=deep $(PY) -m pytest -q -n 2 -p no:cacheprovider tests
 
+# make bench [BENCH_ARGS=--quick]: toolwire against a msgspec floor and the official SDKs (ratios; see bench/README.md).
+# Not part of make test. google-genai (the Gemini peer) is installed if missing; without it that peer is skipped.
+BENCH_ARGS ?=
+bench: $(STAMP)
+	@$(PY) -c 'import google.genai' 2>/dev/null || $(PY) -m pip install -q google-genai || echo "bench: google-genai not installed; the gemini peer is skipped"
+	$(PY) -m bench $(BENCH_ARGS)
+
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info
