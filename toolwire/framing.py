@@ -67,11 +67,14 @@ class SSEDecoder:
     Raises ``FramingError`` when one pending message exceeds ``max_message_bytes``.
     """
 
-    __slots__ = ("_buf", "_max", "_started", "_skip_lf", "_data", "_event", "_id", "_retry", "_pending", "_dropped")
+    __slots__ = ("_buf", "_max", "_started", "_skip_lf", "_data", "_event", "_id", "_retry", "_pending", "_dropped",
+                 "_parts", "_plen")
 
     def __init__(self, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
         self._max = max_message_bytes
         self._buf = b""  # bytes after the last complete line
+        self._parts: list[bytes] = []  # later pieces of that unfinished line
+        self._plen = 0
         self._started = False  # BOM check done
         self._skip_lf = False  # the previous chunk ended with CR: a leading LF belongs to it
         self._data: list[bytes] = []
@@ -89,7 +92,7 @@ class SSEDecoder:
     @property
     def has_pending(self) -> bool:
         """True when bytes of an unfinished message are held."""
-        return bool(self._buf or self._data or self._event is not None)
+        return bool(self._buf or self._parts or self._data or self._event is not None)
 
     def feed(self, chunk: bytes) -> list[SSEMessage]:
         if not chunk:
@@ -104,20 +107,32 @@ class SSEDecoder:
             if chunk[-1:] == b"\r":
                 self._skip_lf = True
             chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        buf = self._buf + chunk if self._buf else chunk
         if not self._started:
+            buf = self._buf + chunk
             if len(buf) < 3 and _BOM.startswith(buf):
                 self._buf = buf
                 return []
             self._started = True
-            if buf.startswith(_BOM):
-                buf = buf[3:]
-        end = buf.rfind(b"\n")
+            self._buf = b""
+            chunk = buf[3:] if buf.startswith(_BOM) else buf
+        end = chunk.rfind(b"\n")
         if end < 0:
-            if len(buf) + self._pending > self._max:
-                raise _too_big("SSE message", len(buf) + self._pending, self._max, buf)
-            self._buf = buf
+            # no line end yet: keep the pieces, join them once when the line completes (linear, not quadratic)
+            self._parts.append(chunk)
+            self._plen += len(chunk)
+            if self._plen + len(self._buf) + self._pending > self._max:
+                raise _too_big("SSE message", self._plen + len(self._buf) + self._pending, self._max, chunk)
             return []
+        if self._parts:
+            buf = b"".join([self._buf, *self._parts, chunk])
+            end += len(buf) - len(chunk)
+            self._parts = []
+            self._plen = 0
+        elif self._buf:
+            end += len(self._buf)
+            buf = self._buf + chunk
+        else:
+            buf = chunk
         self._buf = buf[end + 1:]
         out: list[SSEMessage] = []
         lines = buf[:end].split(b"\n")
@@ -165,6 +180,10 @@ class SSEDecoder:
 
     def close(self) -> list[SSEMessage]:
         out: list[SSEMessage] = []
+        if self._parts:
+            self._buf = b"".join([self._buf, *self._parts])
+            self._parts = []
+            self._plen = 0
         if self._buf:
             # a last line without its line end: taken as a line (recorded servers often omit the final
             # newline); a payload cut inside it fails to decode downstream, so nothing cut is ever accepted
@@ -182,35 +201,47 @@ class SSEDecoder:
 class JSONLinesDecoder:
     """One payload per line. Blank lines are skipped; a last line without a line end is still a payload."""
 
-    __slots__ = ("_buf", "_max", "_started")
+    __slots__ = ("_parts", "_plen", "_max", "_started")
 
     def __init__(self, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
         self._max = max_message_bytes
-        self._buf = b""
+        self._parts: list[bytes] = []  # pieces of the unfinished line, joined once when it completes
+        self._plen = 0
         self._started = False
 
     @property
     def has_pending(self) -> bool:
-        return bool(self._buf.strip())
+        return any(p.strip() for p in self._parts)
 
     def feed(self, chunk: bytes) -> list[bytes]:
-        buf = self._buf + chunk if self._buf else chunk
         if not self._started:
-            if len(buf) < 3 and _BOM.startswith(buf):
-                self._buf = buf
+            chunk = b"".join(self._parts) + chunk
+            self._parts, self._plen = [], 0
+            if len(chunk) < 3 and _BOM.startswith(chunk):
+                self._parts, self._plen = [chunk], len(chunk)
                 return []
             self._started = True
-            if buf.startswith(_BOM):
-                buf = buf[3:]
-        end = buf.rfind(b"\n")
+            if chunk.startswith(_BOM):
+                chunk = chunk[3:]
+        end = chunk.rfind(b"\n")
         if end < 0:
-            if len(buf) > self._max:
-                raise _too_big("line", len(buf), self._max, buf)
-            self._buf = buf
+            self._parts.append(chunk)
+            self._plen += len(chunk)
+            if self._plen > self._max and len(b"".join(self._parts).strip()) > self._max:
+                raise _too_big("line", self._plen, self._max, chunk)
             return []
-        self._buf = buf[end + 1:]
-        if len(self._buf) > self._max:
-            raise _too_big("line", len(self._buf), self._max, self._buf)
+        if self._parts:
+            head = b"".join(self._parts)
+            buf = head + chunk
+            end += len(head)
+            self._parts, self._plen = [], 0
+        else:
+            buf = chunk
+        rest = buf[end + 1:]
+        if rest:
+            self._parts, self._plen = [rest], len(rest)
+            if len(rest) > self._max and len(rest.strip()) > self._max:
+                raise _too_big("line", len(rest), self._max, rest)
         out = []
         for line in buf[:end].split(b"\n"):
             line = line.strip()
@@ -221,8 +252,8 @@ class JSONLinesDecoder:
         return out
 
     def close(self) -> list[bytes]:
-        line = self._buf.strip()
-        self._buf = b""
+        line = b"".join(self._parts).strip()
+        self._parts, self._plen = [], 0
         return [line] if line else []
 
 
@@ -267,83 +298,88 @@ class JSONValuesDecoder:
 
     With ``unwrap_array`` (the default), a top-level array is not one value: each of its elements is returned as
     soon as it is complete, so an array streamed progressively (``[{…}\\n,{…}\\n]``) yields its elements as they
-    arrive. Scalars at the top level are not supported (they are reported as a ``FramingError``).
+    arrive. Scalars at the top level are not supported (they are reported as a ``FramingError``). Only new bytes
+    are scanned, and a value's pieces are joined once when it completes, so the cost is linear in the input.
     """
 
-    __slots__ = ("_buf", "_pos", "_start", "_depth", "_in_str", "_max", "_unwrap", "_in_array", "_started",
-                 "_base", "_array_closed")
+    __slots__ = ("_parts", "_plen", "_depth", "_in_str", "_esc", "_in_value", "_max", "_unwrap", "_in_array",
+                 "_started", "_head", "_array_closed")
 
     def __init__(self, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, *, unwrap_array: bool = True) -> None:
         self._max = max_message_bytes
         self._unwrap = unwrap_array
-        self._buf = b""
-        self._pos = 0  # scan position in _buf
-        self._start = -1  # start of the current value in _buf, -1 between values
+        self._parts: list[bytes] = []  # pieces of the value in progress from earlier chunks
+        self._plen = 0
         self._depth = 0
         self._in_str = False
+        self._esc = False  # the previous chunk ended inside a string right after a backslash
+        self._in_value = False
         self._in_array = False  # inside an unwrapped top-level array
         self._array_closed = False
         self._started = False
-        self._base = 0  # depth of values: 1 inside an unwrapped array
+        self._head = b""  # first bytes, until the BOM check is done
 
     @property
     def has_pending(self) -> bool:
-        return self._start >= 0 or (self._in_array and not self._array_closed)
+        return self._in_value or (self._in_array and not self._array_closed)
 
     def feed(self, chunk: bytes) -> list[bytes]:
         if not self._started:
-            chunk = self._buf + chunk
-            self._buf = b""
+            chunk = self._head + chunk
             if len(chunk) < 3 and _BOM.startswith(chunk):
-                self._buf = chunk
+                self._head = chunk
                 return []
+            self._head = b""
             self._started = True
             if chunk.startswith(_BOM):
                 chunk = chunk[3:]
-        buf = self._buf + chunk
         out: list[bytes] = []
-        pos = self._pos
-        n = len(buf)
+        n = len(chunk)
+        pos = 0
+        vstart = 0
         while pos < n:
-            if self._start < 0:
+            if not self._in_value:
                 # between values: skip white space and commas, find the next value's first byte
-                while pos < n and buf[pos] in _SPACE_OR_COMMA:
+                while pos < n and chunk[pos] in _SPACE_OR_COMMA:
                     pos += 1
                 if pos >= n:
                     break
-                c = buf[pos]
-                if c == 91 and self._unwrap and not self._in_array and self._depth == 0:  # '['
+                c = chunk[pos]
+                if c == 91 and self._unwrap and not self._in_array:  # '[' opens the top-level array
                     self._in_array = True
                     self._array_closed = False
-                    self._base = 1
                     pos += 1
                     continue
-                if c == 93 and self._in_array:  # ']' closes the top-level array
+                if c == 93 and self._in_array:  # ']' closes it
                     self._in_array = False
                     self._array_closed = True
-                    self._base = 0
                     pos += 1
                     continue
                 if c not in (123, 91):  # '{' or '['
-                    raise FramingError(f"expected a JSON object or array at byte {pos}, got {chr(c)!r}",
-                                       data=buf[pos:pos + 200], code="not_json")
-                self._start = pos
+                    raise FramingError(f"expected a JSON object or array, got {chr(c)!r}",
+                                       data=chunk[pos:pos + 200], code="not_json")
+                self._in_value = True
                 self._depth = 0
+                vstart = pos
+            if self._esc:
+                self._esc = False
+                pos += 1  # the escaped byte
+                continue
             if self._in_str:
-                m = _INSIDE.search(buf, pos)
+                m = _INSIDE.search(chunk, pos)
                 if m is None:
                     pos = n
                     break
                 pos = m.end()
                 if m.group() == b"\\":
                     if pos >= n:
-                        pos -= 1  # re-scan the backslash with its escaped byte
+                        self._esc = True
                         break
                     pos += 1
                 else:
                     self._in_str = False
                 continue
-            m = _OUTSIDE.search(buf, pos)
+            m = _OUTSIDE.search(chunk, pos)
             if m is None:
                 pos = n
                 break
@@ -356,26 +392,23 @@ class JSONValuesDecoder:
             else:
                 self._depth -= 1
                 if self._depth == 0:
-                    if pos - self._start > self._max:
-                        raise _too_big("JSON value", pos - self._start, self._max, buf[self._start:self._start + 200])
-                    out.append(buf[self._start:pos])
-                    self._start = -1
-        # drop what was consumed
-        if self._start >= 0:
-            keep = self._start
-        else:
-            keep = pos
-        self._buf = buf[keep:]
-        self._pos = pos - keep
-        if self._start >= 0:
-            self._start = 0
-            if len(self._buf) > self._max:
-                raise _too_big("JSON value", len(self._buf), self._max, self._buf)
+                    piece = chunk[vstart:pos]
+                    size = self._plen + len(piece)
+                    if size > self._max:
+                        raise _too_big("JSON value", size, self._max, piece[:200])
+                    out.append(b"".join([*self._parts, piece]) if self._parts else piece)
+                    self._parts, self._plen = [], 0
+                    self._in_value = False
+        if self._in_value:
+            piece = chunk[vstart:]
+            self._parts.append(piece)
+            self._plen += len(piece)
+            if self._plen > self._max:
+                raise _too_big("JSON value", self._plen, self._max, piece[:200])
         return out
 
     def close(self) -> list[bytes]:
         # an unfinished value is incomplete: the caller learns it from has_pending before closing
-        self._buf = b""
-        self._pos = 0
-        self._start = -1
+        self._parts, self._plen = [], 0
+        self._in_value = False
         return []
