@@ -66,6 +66,13 @@ PINNED_ALL = [
     "DuplicateToolError",
     "ApprovalError",
     "LedgerError",
+    # results and history
+    "encode_results",
+    "history_messages",
+    "repair_history",
+    "RepairReport",
+    "RepairAction",
+    "RepairKind",
     # declarations, tool choice and the portability audit
     "declare",
     "Declaration",

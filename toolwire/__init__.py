@@ -22,6 +22,14 @@ from .codecs.declare import (
 )
 from .errors import FramingError, InvalidTransition, ProviderProtocolError, ToolwireError, UsageError
 from .parser import StreamParser, parse
+from .history import (
+    RepairAction,
+    RepairKind,
+    RepairReport,
+    encode_results,
+    history_messages,
+    repair_history,
+)
 from .registry import (
     Approval,
     ApprovalError,
@@ -131,6 +139,13 @@ __all__ = [
     "DuplicateToolError",
     "ApprovalError",
     "LedgerError",
+    # results and history
+    "encode_results",
+    "history_messages",
+    "repair_history",
+    "RepairReport",
+    "RepairAction",
+    "RepairKind",
     # declarations, tool choice and the portability audit
     "declare",
     "Declaration",

@@ -107,6 +107,27 @@ CATALOGUE: dict[str, EventSpec] = {
     "dispatch.result_not_json": _spec(
         "warning", "call_id conversation_id local_id name provider type",
         "a handler returned a value that is not JSON-serialisable; it is sent as text"),
+    "http.error": _spec(
+        "warning", "body provider retry_after status transient type url",
+        "a model request failed: an HTTP error status or a network failure (the body excerpt has keys redacted; headers are never logged)"),
+    "loop.start": _spec(
+        "info", "conversation_id provider steps",
+        "a conversation turn starts (the user's prompt was added to the history)"),
+    "loop.request": _spec(
+        "info", "conversation_id provider attempt step",
+        "one attempt of a model request"),
+    "loop.retry": _spec(
+        "info", "conversation_id provider attempt delay status step type",
+        "a failed attempt will be retried after `delay` seconds"),
+    "loop.turn": _spec(
+        "info", "conversation_id provider calls finish_reason step",
+        "a model turn was parsed and accepted"),
+    "loop.answer": _spec(
+        "info", "conversation_id provider calls steps",
+        "the model answered without calls: the conversation turn is over"),
+    "loop.fallback": _spec(
+        "warning", "conversation_id provider error_type reason status",
+        "the user gets the localized fallback message (why, and the technical cause)"),
 }
 
 _SECRET_KEYS = frozenset({"api_key", "authorization", "x-api-key", "x-goog-api-key", "proxy-authorization",

@@ -1,0 +1,838 @@
+"""encode_results and history_messages for all five dialects: every result kind, call order, pairing by
+local_id, the replay of the assistant message, and conformance to the official SDKs' request types.
+
+Conformance is checked twice: with pydantic ``TypeAdapter`` over the SDK's param type (as the brief asks), and
+with ``sdk_problems`` below, a strict walk of the same type hints that also fails on keys the TypedDict does not
+declare (pydantic ignores unknown TypedDict keys, and validates ``Iterable`` fields lazily, so a misspelt field
+name would pass it). Gemini contents go through ``google.genai.types.Content.model_validate_json`` on the
+camelCase JSON (its models forbid unknown fields).
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import json
+import types
+import typing
+from functools import lru_cache
+from typing import Any
+
+import google.genai.interactions as gi
+import pydantic
+import pytest
+import typing_extensions as te
+from anthropic.types import MessageParam, ToolResultBlockParam
+from google.genai import types as gt
+from openai.types.chat import (
+    ChatCompletionAssistantMessageParam,
+    ChatCompletionMessageParam,
+    ChatCompletionToolMessageParam,
+)
+from openai.types.responses import ResponseInputItemParam
+
+import toolwire
+from toolwire import CallKind, CallState, ResultKind, ToolResult, UsageError
+from toolwire.registry import Decision, Dispatcher, Registry, Tool
+
+from .wire import anthropic_events, chunk, sse, tc
+
+K = ResultKind
+DIALECTS = ("openai-chat", "openai-responses", "anthropic", "gemini", "gemini-interactions")
+SIG = "c2lnbmF0dXJlLWZvci1nZXRfd2VhdGhlcg=="  # base64, as Gemini signatures are
+
+
+# ==== strict conformance to the SDKs' param types ================================================================
+def _unwrap(tp: Any) -> Any:
+    while True:
+        origin = typing.get_origin(tp)
+        if origin in (typing.Required, typing.NotRequired, typing.Annotated, te.ReadOnly):
+            tp = typing.get_args(tp)[0]
+        elif isinstance(tp, te.TypeAliasType):
+            tp = tp.__value__
+        else:
+            return tp
+
+
+def _typeddict_problems(value: Any, td: Any, path: str) -> list[str]:
+    if not isinstance(value, dict):
+        return [f"{path}: expected an object ({td.__name__}), got {type(value).__name__}"]
+    hints = typing.get_type_hints(td, include_extras=True)
+    if not hints:
+        return []  # an empty TypedDict stands for a free-form object (Interactions ``result``)
+    out = [f"{path}.{k}: not a field of {td.__name__}" for k in value if k not in hints]
+    for k, hint in hints.items():
+        origin = typing.get_origin(hint)
+        required = origin is typing.Required or (td.__total__ and origin is not typing.NotRequired)
+        if required and k not in value:
+            out.append(f"{path}.{k}: required by {td.__name__}")
+    for k, v in value.items():
+        if k in hints:
+            out += sdk_problems(v, hints[k], f"{path}.{k}")
+    return out
+
+
+def sdk_problems(value: Any, tp: Any, path: str = "$") -> list[str]:
+    """Where ``value`` does not fit the SDK type ``tp`` (TypedDicts: no undeclared keys, required keys present,
+    every field checked recursively; unions: some member fits). Constructs it does not know are accepted."""
+    tp = _unwrap(tp)
+    if tp is typing.Any or tp is object:
+        return []
+    if tp is type(None):
+        return [] if value is None else [f"{path}: expected null"]
+    if te.is_typeddict(tp):
+        return _typeddict_problems(value, tp, path)
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        outcomes = [sdk_problems(value, m, path) for m in typing.get_args(tp)]
+        if any(not o for o in outcomes):
+            return []
+        return min(outcomes, key=len)
+    if origin is typing.Literal:
+        return [] if value in typing.get_args(tp) else [f"{path}: {value!r} is not one of {typing.get_args(tp)}"]
+    if origin in (list, collections.abc.Iterable, collections.abc.Sequence) or \
+            getattr(origin, "__name__", "") == "SequenceNotStr":
+        if not isinstance(value, list):
+            return [f"{path}: expected a list"]
+        args = typing.get_args(tp)
+        elt = args[0] if args else typing.Any
+        return [p for i, v in enumerate(value) for p in sdk_problems(v, elt, f"{path}[{i}]")]
+    if origin in (dict, collections.abc.Mapping):
+        if not isinstance(value, dict):
+            return [f"{path}: expected an object"]
+        args = typing.get_args(tp)
+        return [p for k, v in value.items() for p in sdk_problems(v, args[1] if args else typing.Any, f"{path}.{k}")]
+    if isinstance(tp, type):
+        if issubclass(tp, pydantic.BaseModel):
+            return [] if isinstance(value, tp) else [f"{path}: a response model, not a request param"]
+        if tp is float:
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        elif tp is int:
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        else:
+            ok = isinstance(value, tp)
+        return [] if ok else [f"{path}: expected {tp.__name__}, got {type(value).__name__}"]
+    return []
+
+
+@lru_cache(maxsize=None)
+def _adapter(tp: Any) -> pydantic.TypeAdapter:
+    return pydantic.TypeAdapter(tp)
+
+
+def conforms(value: Any, tp: Any, *, adapter: Any = None) -> None:
+    """``value`` validates with pydantic against ``tp`` (or ``adapter``) and has no field ``tp`` lacks."""
+    _adapter(adapter if adapter is not None else tp).validate_python(value)
+    problems = sdk_problems(value, tp)
+    assert problems == [], problems
+
+
+def responses_member(item_type: str) -> Any:
+    """The member of ``ResponseInputItemParam`` for an item ``type``."""
+    for member in typing.get_args(ResponseInputItemParam):
+        hint = typing.get_type_hints(member, include_extras=True).get("type")
+        if hint is not None and item_type in typing.get_args(_unwrap(hint)):
+            return member
+    raise AssertionError(f"no ResponseInputItemParam member for {item_type!r}")
+
+
+def gemini_content(content: dict) -> gt.Content:
+    """Validate a camelCase content with google-genai (unknown fields are refused) and check each
+    functionResponse.response is an object."""
+    model = gt.Content.model_validate_json(json.dumps(content))
+    for part in content.get("parts", []):
+        if "functionResponse" in part:
+            assert isinstance(part["functionResponse"]["response"], dict)
+    return model
+
+
+def without_chat_extensions(message: dict) -> dict:
+    """A Chat message without the documented provider extensions the openai SDK does not type (WIRE.md A6):
+    DeepSeek's ``reasoning_content`` and Gemini's ``tool_calls[].extra_content``."""
+    message = {k: v for k, v in message.items() if k != "reasoning_content"}
+    if "tool_calls" in message:
+        message["tool_calls"] = [{k: v for k, v in t.items() if k != "extra_content"} for t in message["tool_calls"]]
+    return message
+
+
+def check_sdk(provider: str, message: Any) -> None:
+    """One message (Chat, Anthropic, Gemini) or item/step (Responses, Interactions) fits the official SDK."""
+    if provider == "openai-chat":
+        message = without_chat_extensions(message)
+        conforms(message, ChatCompletionMessageParam)
+        if message["role"] == "tool":
+            conforms(message, ChatCompletionToolMessageParam)
+        elif message["role"] == "assistant":
+            conforms(message, ChatCompletionAssistantMessageParam)
+    elif provider == "openai-responses":
+        if message.get("type", "message") != "message":  # three members share "message": the union decides
+            conforms(message, responses_member(message["type"]))
+        conforms(message, ResponseInputItemParam)
+    elif provider == "anthropic":
+        conforms(message, MessageParam)
+        for block in message["content"] if isinstance(message["content"], list) else ():
+            if block.get("type") == "tool_result":
+                conforms(block, ToolResultBlockParam)
+    elif provider == "gemini":
+        gemini_content(message)
+    else:
+        conforms(message, gi.StepParam, adapter=gi.Step)
+
+
+# ==== turns parsed from small streams, one per dialect ===========================================================
+# Each has three calls: get_weather (valid arguments), lookup (arguments that do not parse), get_time ({}).
+def chat_turn(finish: str = "tool_calls", *, ids: bool = True) -> toolwire.Turn:
+    """A Chat stream with three calls; ``ids=False`` is a server that sends no ids (vLLM)."""
+    cid = (lambda x: x) if ids else (lambda x: None)
+    return toolwire.parse("openai-chat", sse(
+        chunk(tc(0, cid("call_a"), "get_weather", '{"city": "Par')), chunk(tc(0, args='is"}')),
+        chunk(tc(1, cid("call_b"), "lookup", '{"key": "hei')), chunk(tc(1, args='ght"')),
+        chunk(tc(2, cid("call_c"), "get_time", "{}")),
+        chunk(finish=finish), "[DONE]"))
+
+
+def _numbered(events: list[dict]) -> list[dict]:
+    return [{**e, "sequence_number": i} for i, e in enumerate(events)]
+
+
+def _fc_events(index: int, item_id: str, call_id: str, name: str, fragments: list[str]) -> list[dict]:
+    item = {"type": "function_call", "id": item_id, "call_id": call_id, "name": name, "arguments": "",
+            "status": "in_progress"}
+    text = "".join(fragments)
+    return ([{"type": "response.output_item.added", "output_index": index, "item": item}]
+            + [{"type": "response.function_call_arguments.delta", "item_id": item_id, "output_index": index,
+                "delta": f} for f in fragments]
+            + [{"type": "response.function_call_arguments.done", "item_id": item_id, "output_index": index,
+                "arguments": text},
+               {"type": "response.output_item.done", "output_index": index,
+                "item": {**item, "arguments": text, "status": "completed"}}])
+
+
+REASONING = {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "weather first"}],
+             "encrypted_content": "gAAAAB-encrypted-reasoning"}
+
+
+def responses_turn(terminal: str = "completed") -> toolwire.Turn:
+    """A Responses stream: a reasoning item (encrypted_content), then three function_call items."""
+    base = {"id": "resp_1", "object": "response", "model": "gpt-test", "status": "in_progress", "output": []}
+    body = ([{"type": "response.output_item.added", "output_index": 0,
+              "item": {**REASONING, "summary": [], "encrypted_content": None}},
+             {"type": "response.output_item.done", "output_index": 0, "item": REASONING}]
+            + _fc_events(1, "fc_1", "call_a", "get_weather", ['{"city":', ' "Paris"}'])
+            + _fc_events(2, "fc_2", "call_b", "lookup", ['{"key": "hei', 'ght"'])
+            + _fc_events(3, "fc_3", "call_c", "get_time", ["{}"]))
+    final = {**base, "status": terminal}
+    if terminal == "incomplete":
+        final["incomplete_details"] = {"reason": "max_output_tokens"}
+    events = [{"type": "response.created", "response": base}] + body + [
+        {"type": f"response.{terminal}", "response": final}]
+    return toolwire.parse("openai-responses", sse(*_numbered(events), events=True))
+
+
+def responses_body(*items: dict, status: str = "completed") -> toolwire.Turn:
+    """A non-streaming Responses body with these output items."""
+    body = {"id": "resp_2", "object": "response", "status": status, "model": "gpt-test", "output": list(items)}
+    return toolwire.parse("openai-responses", json.dumps(body).encode(), format="json")
+
+
+THINKING = {"type": "thinking", "thinking": "The user wants the weather.", "signature": "EqQBCkYIARgCKkA-sig"}
+REDACTED = {"type": "redacted_thinking", "data": "EmwKAhgBEgy-redacted"}
+
+
+def anthropic_turn(stop_reason: str = "tool_use") -> toolwire.Turn:
+    """An Anthropic stream: thinking (signed), redacted thinking, text, then three tool_use blocks."""
+    evs = anthropic_events([
+        {"type": "text", "text": "Let me check."},
+        {"type": "tool_use", "id": "toolu_a", "name": "get_weather", "fragments": ['{"city": ', '"Paris"}']},
+        {"type": "tool_use", "id": "toolu_b", "name": "lookup", "fragments": ['{"key": "hei', 'ght"']},
+        {"type": "tool_use", "id": "toolu_c", "name": "get_time", "fragments": [""]},
+    ], stop_reason=stop_reason)
+    # shift the blocks by two and put the thinking blocks first
+    for e in evs:
+        if "index" in e:
+            e["index"] += 2
+    head = [
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": "",
+                                                                       "signature": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta",
+                                                               "thinking": THINKING["thinking"]}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta",
+                                                               "signature": THINKING["signature"]}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "content_block_start", "index": 1, "content_block": REDACTED},
+        {"type": "content_block_stop", "index": 1},
+    ]
+    return toolwire.parse("anthropic", sse(evs[0], *head, *evs[1:], events=True))
+
+
+def gemini_turn(finish: str = "STOP", *, ids: bool = True) -> toolwire.Turn:
+    """A Gemini stream: three functionCall parts in separate chunks, the signature on the first; the second's
+    ``args`` is a string that does not parse. ``ids=False``: an older model that sends no ids."""
+    def fc(id_: str, name: str, args: Any, sig: str | None = None) -> dict:
+        call = {"name": name, "args": args}
+        if ids:
+            call["id"] = id_
+        part: dict[str, Any] = {"functionCall": call}
+        if sig:
+            part["thoughtSignature"] = sig
+        return part
+
+    def resp(part: dict, finish_reason: str | None = None) -> dict:
+        cand: dict[str, Any] = {"content": {"role": "model", "parts": [part]}, "index": 0}
+        if finish_reason:
+            cand["finishReason"] = finish_reason
+        return {"candidates": [cand], "modelVersion": "gemini-3-flash", "responseId": "gresp_1"}
+
+    payloads = [resp(fc("g_a", "get_weather", {"city": "Paris"}, SIG)),
+                resp(fc("g_b", "lookup", '{"key": "height"')),
+                resp(fc("g_c", "get_time", {}), finish)]
+    return toolwire.parse("gemini", "".join(f"data: {json.dumps(p)}\r\n\r\n" for p in payloads).encode())
+
+
+def interactions_turn(status: str = "requires_action") -> toolwire.Turn:
+    """An Interactions stream: a signed thought step, then three function_call steps streamed as fragments."""
+    iid = "v1_interaction"
+
+    def ev(t: str, **kw: Any) -> dict:
+        return {"event_type": t, **kw}
+
+    def call(index: int, id_: str, name: str, frags: list[str]) -> list[dict]:
+        return ([ev("step.start", index=index, step={"type": "function_call", "id": id_, "name": name,
+                                                     "arguments": {}})]
+                + [ev("step.delta", index=index, delta={"type": "arguments_delta", "arguments": f}) for f in frags]
+                + [ev("step.stop", index=index)])
+
+    events = ([ev("interaction.created", interaction={"id": iid, "status": "in_progress"}),
+               ev("step.start", index=0, step={"type": "thought"}),
+               ev("step.delta", index=0, delta={"type": "thought_signature", "signature": SIG}),
+               ev("step.stop", index=0)]
+              + call(1, "fc_a", "get_weather", ['{"city":', '"Paris"}'])
+              + call(2, "fc_b", "lookup", ['{"key": "hei', 'ght"'])
+              + call(3, "fc_c", "get_time", ["{}"])
+              + [ev("interaction.completed", interaction={"id": iid, "status": status})])
+    lines = []
+    for e in events:
+        lines.append(f"event: {e['event_type']}\ndata: {json.dumps(e)}\n\n")
+    lines.append("data: [DONE]\n\n")
+    return toolwire.parse("gemini-interactions", "".join(lines).encode())
+
+
+TURNS = {
+    "openai-chat": chat_turn,
+    "openai-responses": responses_turn,
+    "anthropic": anthropic_turn,
+    "gemini": gemini_turn,
+    "gemini-interactions": interactions_turn,
+}
+#: the finish of each dialect that truncates the calls (a token limit)
+CUT = {
+    "openai-chat": lambda: chat_turn("length"),
+    "openai-responses": lambda: responses_turn("incomplete"),
+    "anthropic": lambda: anthropic_turn("max_tokens"),
+    "gemini": lambda: gemini_turn("MAX_TOKENS"),
+    "gemini-interactions": lambda: interactions_turn("incomplete"),
+}
+
+
+# ==== results ======================================================================================================
+CONTENT = {
+    K.OK: {"temp_c": 21, "sky": "clear"},
+    K.INVALID_ARGUMENTS: "Invalid arguments for lookup: the arguments are not a JSON object - at `$`.",
+    K.UNKNOWN_TOOL: "Unknown tool 'get_wether': no tool of that exact name exists, nothing was run.",
+    K.DENIED: "Denied: get_time may not run here. Nothing was run.",
+    K.APPROVAL_REQUIRED: "Approval required: get_weather waits for a person's approval; it has not run.",
+    K.HANDLER_FAILED: "Error: get_weather could not look (StoreUnavailable).",
+    K.HANDLER_TIMEOUT: "Error: get_weather did not return within 1.0 s.",
+    K.OUTCOME_UNKNOWN: "Outcome unknown: this write started earlier and never confirmed; it was not run again.",
+    K.NOT_RUN: "Not run: the response did not finish cleanly (length). No tool was run for this response.",
+}
+
+
+def results_for(turn: toolwire.Turn, kind: ResultKind, content: Any = ...) -> list[ToolResult]:
+    """One result of ``kind`` per call, given in REVERSE call order (as if they completed that way)."""
+    out = [ToolResult(call_id=c.call_id, local_id=c.local_id, name=c.name,
+                      content=CONTENT[kind] if content is ... else content, is_error=kind is not K.OK, kind=kind)
+           for c in turn.calls]
+    return out[::-1]
+
+
+def expected_text(result: ToolResult) -> str:
+    return result.content if isinstance(result.content, str) else json.dumps(result.content,
+                                                                             separators=(",", ":"))
+
+
+def answered(provider: str, encoded: Any) -> list[tuple[str | None, Any, bool]]:
+    """(id, content, is_error) of each result in an encoded answer, in order."""
+    if provider == "openai-chat":
+        return [(m["tool_call_id"], m["content"], None) for m in encoded]
+    if provider == "openai-responses":
+        return [(i.get("call_id", i.get("id")), i.get("output"), None) for i in encoded]
+    if provider == "anthropic":
+        return [(b["tool_use_id"], b["content"], b.get("is_error", False)) for b in encoded["content"]]
+    if provider == "gemini":
+        out = []
+        for p in encoded["parts"]:
+            fr = p["functionResponse"]
+            err = "error" in fr["response"]
+            out.append((fr.get("id"), fr["response"]["error" if err else "output"], err))
+        return out
+    return [(s["call_id"], s["result"], s.get("is_error", False)) for s in encoded]
+
+
+def check_answer(provider: str, turn: toolwire.Turn, encoded: Any, results: list[ToolResult]) -> None:
+    """The provider's rules for an encoded answer, and the SDK types."""
+    by_local = {r.local_id: r for r in results}
+    got = answered(provider, encoded)
+    assert [g[0] for g in got] == [c.call_id for c in turn.calls]  # call order, under the calls' own ids
+    for (_, content, err), call in zip(got, turn.calls):
+        r = by_local[call.local_id]
+        if provider == "gemini":
+            assert err is r.is_error
+            assert content == r.content
+        elif provider == "gemini-interactions":
+            assert err is r.is_error
+            assert content == (r.content if isinstance(r.content, (str, dict)) else expected_text(r))
+        else:
+            assert content == expected_text(r)
+            if err is not None:
+                assert err is r.is_error
+    if provider == "anthropic":
+        assert encoded["role"] == "user"
+        assert all(b["type"] == "tool_result" for b in encoded["content"])
+        assert all(("is_error" in b) is by_local[c.local_id].is_error for b, c in zip(encoded["content"], turn.calls))
+        check_sdk(provider, encoded)
+    elif provider == "gemini":
+        assert encoded["role"] == "user"
+        check_sdk(provider, encoded)
+    else:
+        for message in encoded:
+            check_sdk(provider, message)
+
+
+# ==== every dialect × every result kind ============================================================================
+@pytest.mark.parametrize("kind", list(K), ids=lambda k: k.value)
+@pytest.mark.parametrize("provider", DIALECTS)
+def test_every_kind_is_encoded_in_call_order_and_fits_the_sdk(provider, kind):
+    """Results of each kind given in reverse order come out in call order, flagged, and fit the SDK types."""
+    turn = TURNS[provider]()
+    assert len(turn.calls) == 3
+    results = results_for(turn, kind)
+    encoded = toolwire.encode_results(turn, results)
+    check_answer(provider, turn, encoded, results)
+
+
+@pytest.mark.parametrize("kind", list(K), ids=lambda k: k.value)
+@pytest.mark.parametrize("provider", DIALECTS)
+def test_every_kind_history_fits_the_sdk(provider, kind):
+    """history_messages (replayed assistant message, then the results) validates message by message."""
+    turn = TURNS[provider]()
+    msgs = toolwire.history_messages(turn, results_for(turn, kind))
+    for m in msgs:
+        check_sdk(provider, m)
+    assert_history_shape(provider, turn, msgs)
+
+
+def assert_history_shape(provider: str, turn: toolwire.Turn, msgs: list[Any]) -> None:
+    """The replay comes first and the answer right after it, every call answered once."""
+    n = len(turn.calls)
+    ids = [c.call_id for c in turn.calls]
+    if provider == "openai-chat":
+        assert msgs[0]["role"] == "assistant" and [t["id"] for t in msgs[0]["tool_calls"]] == ids
+        assert [m["tool_call_id"] for m in msgs[1:]] == ids
+    elif provider == "openai-responses":
+        calls = [i["call_id"] for i in msgs if i.get("type") == "function_call"]
+        outs = [i["call_id"] for i in msgs if i.get("type") == "function_call_output"]
+        assert calls == ids and outs == ids and len(msgs) == 1 + 2 * n
+        assert msgs[0] == REASONING  # the reasoning item first, verbatim (PITFALL 19)
+    elif provider == "anthropic":
+        assert [m["role"] for m in msgs] == ["assistant", "user"]
+        assert [b["id"] for b in msgs[0]["content"] if b["type"] == "tool_use"] == ids
+        assert [b["tool_use_id"] for b in msgs[1]["content"]] == ids
+    elif provider == "gemini":
+        assert [m["role"] for m in msgs] == ["model", "user"]
+        assert [p["functionResponse"]["id"] for p in msgs[1]["parts"]] == ids
+    else:
+        fcs = [s["id"] for s in msgs if s["type"] == "function_call"]
+        frs = [s["call_id"] for s in msgs if s["type"] == "function_result"]
+        assert fcs == ids and frs == ids
+
+
+# ==== content forms ================================================================================================
+@pytest.mark.parametrize("content", [{"a": [1, 2]}, [1, "two"], 42, True, None, "plain text", ""],
+                         ids=["object", "list", "number", "bool", "null", "text", "empty"])
+@pytest.mark.parametrize("provider", DIALECTS)
+def test_any_json_content_is_encoded_in_the_form_the_wire_needs(provider, content):
+    """Any JSON value is JSON text where the wire needs a string and an object elsewhere (Gemini: {"output": v})."""
+    turn = TURNS[provider]()
+    results = results_for(turn, K.OK, content)
+    encoded = toolwire.encode_results(turn, results)
+    check_answer(provider, turn, encoded, results)
+    if provider == "gemini":
+        assert all(p["functionResponse"]["response"] == {"output": content} for p in encoded["parts"])
+
+
+@pytest.mark.parametrize("provider", DIALECTS)
+def test_empty_error_content_becomes_a_message(provider):
+    """An error result with empty content is sent with a non-empty message (Anthropic refuses empty errors)."""
+    turn = TURNS[provider]()
+    results = results_for(turn, K.HANDLER_FAILED, "")
+    got = answered(provider, toolwire.encode_results(turn, results))
+    assert all(isinstance(c, str) and c.strip() for _, c, _ in got)
+
+
+def test_non_json_content_is_sent_as_its_text():
+    """A content msgspec cannot encode is sent as its str, never raised."""
+    turn = chat_turn()
+
+    class Odd:
+        def __str__(self) -> str:
+            return "odd value"
+
+    results = results_for(turn, K.OK, Odd())
+    assert [m["content"] for m in toolwire.encode_results(turn, results)] == ["odd value"] * 3
+
+
+# ==== results from a real Dispatcher ===============================================================================
+def get_weather(city: str) -> dict:
+    """Current weather of a city."""
+    return {"city": city, "temp_c": 21}
+
+
+def lookup(key: str) -> str:
+    """Look a value up."""
+    return "170 cm"
+
+
+def get_time() -> str:
+    """The time."""
+    raise RuntimeError("clock unavailable")
+
+
+def dispatcher(policy: Any = None) -> Dispatcher:
+    tools = [Tool.from_function(get_weather, effect="read"), Tool.from_function(lookup, effect="read"),
+             Tool.from_function(get_time, effect="read")]
+    return Dispatcher(Registry(tools), policy=policy, read_retries=0, backoff=0)
+
+
+@pytest.mark.parametrize("provider", DIALECTS)
+def test_dispatcher_results_are_encoded_per_call(provider):
+    """Dispatcher.run on a parsed turn gives ok / invalid_arguments / handler_failed, and each lands on its call."""
+    turn = TURNS[provider]()
+    results = dispatcher().run(turn, conversation_id="c1")
+    assert [r.kind for r in results] == [K.OK, K.INVALID_ARGUMENTS, K.HANDLER_FAILED]
+    encoded = toolwire.encode_results(turn, results)
+    check_answer(provider, turn, encoded, results)
+    msgs = toolwire.history_messages(turn, results)
+    for m in msgs:
+        check_sdk(provider, m)
+
+
+@pytest.mark.parametrize("provider", DIALECTS)
+def test_dispatcher_denied_and_approval_required_are_encoded(provider):
+    """A policy's deny and needs-approval verdicts are answered as errors under their calls' ids."""
+    def policy(call, ctx):
+        return {"get_weather": Decision.needs_approval("costs money"), "get_time": Decision.deny("no")}.get(
+            call.name, Decision.allow())
+
+    turn = TURNS[provider]()
+    results = dispatcher(policy).run(turn, conversation_id="c1")
+    assert [r.kind for r in results] == [K.APPROVAL_REQUIRED, K.INVALID_ARGUMENTS, K.DENIED]
+    check_answer(provider, turn, toolwire.encode_results(turn, results), results)
+
+
+@pytest.mark.parametrize("provider", DIALECTS)
+def test_truncated_turn_answers_every_call_not_run(provider):
+    """A turn cut by its token limit runs nothing and every call is replayed and answered not_run."""
+    turn = CUT[provider]()
+    assert not turn.finished_cleanly
+    results = dispatcher().run(turn, conversation_id="c1")
+    assert {r.kind for r in results} == {K.NOT_RUN}
+    msgs = toolwire.history_messages(turn, results)
+    for m in msgs:
+        check_sdk(provider, m)
+    assert_history_shape(provider, turn, msgs)
+
+
+@pytest.mark.parametrize("provider", DIALECTS)
+def test_unknown_tool_from_dispatcher_is_answered(provider):
+    """A call naming no registered tool is answered unknown_tool under its own id."""
+    turn = TURNS[provider]()
+    tools = [Tool.from_function(get_weather, effect="read")]
+    results = Dispatcher(Registry(tools), read_retries=0).run(turn, conversation_id="c1")
+    assert [r.kind for r in results] == [K.OK, K.UNKNOWN_TOOL, K.UNKNOWN_TOOL]
+    check_answer(provider, turn, toolwire.encode_results(turn, results), results)
+
+
+# ==== pairing ======================================================================================================
+@pytest.mark.parametrize("provider", DIALECTS)
+def test_missing_results_are_answered_with_an_error(provider):
+    """A call that has no result in ``results`` is still answered, with an error saying none was recorded."""
+    turn = TURNS[provider]()
+    results = [r for r in results_for(turn, K.OK) if r.local_id == turn.calls[1].local_id]
+    got = answered(provider, toolwire.encode_results(turn, results))
+    assert len(got) == 3
+    assert "no result was recorded for this call" in json.dumps(got[0][1])
+    assert "no result was recorded for this call" in json.dumps(got[2][1])
+    assert got[1][1] != got[0][1]
+
+
+def test_pairing_is_by_local_id_not_position():
+    """Results are matched to calls by local_id: swapping two results in the list swaps nothing on the wire."""
+    turn = chat_turn()
+    a, b, c = turn.calls
+    results = [ToolResult(call_id=b.call_id, local_id=b.local_id, name=b.name, content="B", is_error=False,
+                          kind=K.OK),
+               ToolResult(call_id=a.call_id, local_id=a.local_id, name=a.name, content="A", is_error=False,
+                          kind=K.OK),
+               ToolResult(call_id=c.call_id, local_id=c.local_id, name=c.name, content="C", is_error=False,
+                          kind=K.OK)]
+    assert [(m["tool_call_id"], m["content"]) for m in toolwire.encode_results(turn, results)] == [
+        ("call_a", "A"), ("call_b", "B"), ("call_c", "C")]
+
+
+def test_misuse_raises_usage_error():
+    """Unknown local ids, two results for one call, results of another turn, non-results and empty turns raise."""
+    turn = chat_turn()
+    good = results_for(turn, K.OK)
+    with pytest.raises(UsageError, match="no call of this turn"):
+        toolwire.encode_results(turn, [ToolResult(call_id="x", local_id="tw-99", name="get_time", content="",
+                                                  is_error=False, kind=K.OK)])
+    with pytest.raises(UsageError, match="two results"):
+        toolwire.encode_results(turn, good + good[:1])
+    other = ToolResult(call_id="call_zzz", local_id=turn.calls[0].local_id, name="get_weather", content="",
+                       is_error=False, kind=K.OK)
+    with pytest.raises(UsageError, match="another turn"):
+        toolwire.encode_results(turn, [other])
+    renamed = ToolResult(call_id=None, local_id=turn.calls[0].local_id, name="lookup", content="",
+                         is_error=False, kind=K.OK)
+    with pytest.raises(UsageError, match="another turn"):
+        toolwire.encode_results(turn, [renamed])
+    with pytest.raises(UsageError, match="ToolResult"):
+        toolwire.encode_results(turn, [{"call_id": "call_a"}])
+    empty = toolwire.parse("openai-chat", sse(chunk(content="hi"), chunk(finish="stop"), "[DONE]"))
+    with pytest.raises(UsageError, match="no call"):
+        toolwire.encode_results(empty, [])
+    with pytest.raises(UsageError, match="unknown provider"):
+        toolwire.repair_history("mistral", [])
+
+
+def test_a_turn_without_calls_replays_just_its_message():
+    """history_messages of a text-only turn is its assistant message alone."""
+    turn = toolwire.parse("openai-chat", sse(chunk(content="hi"), chunk(finish="stop"), "[DONE]"))
+    assert toolwire.history_messages(turn, []) == [{"role": "assistant", "content": "hi"}]
+
+
+def test_turn_without_assistant_message_cannot_be_replayed():
+    """A turn with no assistant message (a streaming-mode parse) raises UsageError in history_messages."""
+    turn = chat_turn()
+    bare = toolwire.Turn(provider=turn.provider, calls=turn.calls, finish_reason=turn.finish_reason)
+    with pytest.raises(UsageError, match="no assistant message"):
+        toolwire.history_messages(bare, results_for(turn, K.OK))
+
+
+# ==== ids ==========================================================================================================
+def test_chat_call_without_id_gets_the_same_synthetic_id_in_replay_and_result():
+    """A Chat server that sends no ids (vLLM): the replayed call and its tool message share a synthetic id."""
+    turn = chat_turn(ids=False)
+    assert [c.call_id for c in turn.calls] == [None, None, None]
+    msgs = toolwire.history_messages(turn, results_for(turn, K.OK))
+    ids = [t["id"] for t in msgs[0]["tool_calls"]]
+    assert len(set(ids)) == 3 and all(ids)
+    assert [m["tool_call_id"] for m in msgs[1:]] == ids
+    assert toolwire.encode_results(turn, results_for(turn, K.OK)) == msgs[1:]
+    for m in msgs:
+        check_sdk("openai-chat", m)
+
+
+def test_gemini_ids_echoed_only_when_present_and_wanted():
+    """functionResponse.id is the call's id when it had one; absent for id-less calls and with echo_ids=False."""
+    with_ids = gemini_turn()
+    parts = toolwire.encode_results(with_ids, results_for(with_ids, K.OK))["parts"]
+    assert [p["functionResponse"]["id"] for p in parts] == ["g_a", "g_b", "g_c"]
+    parts = toolwire.encode_results(with_ids, results_for(with_ids, K.OK), echo_ids=False)["parts"]
+    assert all("id" not in p["functionResponse"] for p in parts)
+    no_ids = gemini_turn(ids=False)
+    parts = toolwire.encode_results(no_ids, results_for(no_ids, K.OK))["parts"]
+    assert all("id" not in p["functionResponse"] for p in parts)
+    assert [p["functionResponse"]["name"] for p in parts] == ["get_weather", "lookup", "get_time"]
+    gemini_content(toolwire.encode_results(no_ids, results_for(no_ids, K.OK)))
+
+
+# ==== replay ========================================================================================================
+def test_chat_replay_keeps_extra_content_and_reasoning_content():
+    """Chat: Gemini's extra_content thought signature and DeepSeek's reasoning_content are replayed."""
+    extra = {"google": {"thought_signature": SIG}}
+    first = chunk(tc(0, "call_a", "get_weather", '{"city":"Paris"}'))
+    first["choices"][0]["delta"]["tool_calls"][0]["extra_content"] = extra
+    first["choices"][0]["delta"]["reasoning_content"] = "thinking about weather"
+    turn = toolwire.parse("openai-chat", sse(first, chunk(finish="tool_calls"), "[DONE]"))
+    msgs = toolwire.history_messages(turn, results_for(turn, K.OK))
+    assert msgs[0]["tool_calls"][0]["extra_content"] == extra
+    assert msgs[0]["reasoning_content"] == "thinking about weather"
+    check_sdk("openai-chat", msgs[0])
+
+
+def test_chat_custom_tool_call_is_answered_with_a_tool_message():
+    """Chat custom tool calls keep their free-text input and get a tool message."""
+    body = {"id": "chatcmpl-1", "object": "chat.completion", "choices": [{"index": 0, "finish_reason": "tool_calls",
+            "message": {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "call_sql", "type": "custom", "custom": {"name": "run_sql", "input": "SELECT 1"}}]}}]}
+    turn = toolwire.parse("openai-chat", json.dumps(body).encode(), format="json")
+    assert turn.calls[0].kind is CallKind.CUSTOM
+    msgs = toolwire.history_messages(turn, results_for(turn, K.OK, "1 row"))
+    assert msgs[0]["tool_calls"][0]["custom"] == {"name": "run_sql", "input": "SELECT 1"}
+    assert msgs[1] == {"role": "tool", "tool_call_id": "call_sql", "content": "1 row"}
+    for m in msgs:
+        check_sdk("openai-chat", m)
+
+
+def test_assistant_message_of_the_turn_is_not_mutated():
+    """history_messages works on a copy: the turn's assistant message keeps the arguments as received."""
+    turn = chat_turn()
+    before = json.dumps(turn.assistant_message)
+    toolwire.history_messages(turn, results_for(turn, K.OK))
+    assert json.dumps(turn.assistant_message) == before
+
+
+def test_gemini_replay_keeps_the_signature_on_its_part():
+    """Gemini: the model content is replayed part for part; the signature stays on the first call's part."""
+    turn = gemini_turn()
+    model, _ = toolwire.history_messages(turn, results_for(turn, K.OK))
+    assert model["parts"][0] == {"functionCall": {"name": "get_weather", "args": {"city": "Paris"}, "id": "g_a"},
+                                 "thoughtSignature": SIG}
+    assert all("thoughtSignature" not in p for p in model["parts"][1:])
+    gemini_content(model)
+
+
+def test_interactions_replay_keeps_the_thought_step_and_signature():
+    """Interactions: the signed thought step is replayed before the function_call steps."""
+    turn = interactions_turn()
+    steps = toolwire.history_messages(turn, results_for(turn, K.OK))
+    assert steps[0] == {"type": "thought", "signature": SIG}
+    assert [s["type"] for s in steps] == ["thought"] + ["function_call"] * 3 + ["function_result"] * 3
+
+
+# ==== Responses: custom and provider-defined tools ================================================================
+SHELL_ACTION = {"type": "exec", "command": ["ls", "-la"], "env": {}}
+
+
+def _builtin_turn(item: dict) -> toolwire.Turn:
+    turn = responses_body(item)
+    assert [c.kind for c in turn.calls] == [CallKind.BUILTIN]
+    return turn
+
+
+BUILTINS = {
+    "local_shell_call": {"type": "local_shell_call", "id": "lsh_1", "call_id": "call_ls", "status": "completed",
+                         "action": SHELL_ACTION},
+    "shell_call": {"type": "shell_call", "id": "sh_1", "call_id": "call_sh", "status": "completed",
+                   "action": {"commands": ["ls"], "timeout_ms": 1000, "max_output_length": 4096}},
+    "apply_patch_call": {"type": "apply_patch_call", "id": "ap_1", "call_id": "call_ap", "status": "completed",
+                         "operation": {"type": "update_file", "path": "a.py", "diff": "@@ -1 +1 @@\n-a\n+b\n"}},
+    "computer_call": {"type": "computer_call", "id": "cu_1", "call_id": "call_cu", "status": "completed",
+                      "pending_safety_checks": [], "action": {"type": "screenshot"}},
+    "tool_search_call": {"type": "tool_search_call", "id": "ts_1", "call_id": "call_ts", "execution": "client",
+                         "status": "completed", "arguments": {"query": "weather"}},
+}
+BUILTIN_OK = {
+    "local_shell_call": {"stdout": "a.py\n", "exit_code": 0},
+    "shell_call": [{"stdout": "a.py\n", "stderr": "", "outcome": {"type": "exit", "exit_code": 0}}],
+    "apply_patch_call": "patched a.py",
+    "computer_call": {"image_url": "data:image/png;base64,iVBORw0KGgo=",
+                      "acknowledged_safety_checks": [{"id": "sc_1", "code": "x", "message": "ok"}]},
+    "tool_search_call": [{"type": "function", "name": "get_weather", "parameters": {"type": "object"},
+                          "strict": False}],
+}
+
+
+@pytest.mark.parametrize("kind", [K.OK, K.HANDLER_FAILED, K.HANDLER_TIMEOUT, K.NOT_RUN], ids=lambda k: k.value)
+@pytest.mark.parametrize("item_type", list(BUILTINS))
+def test_responses_builtin_calls_get_their_output_item_type(item_type, kind):
+    """Each provider-defined call gets its own *_output item, with a user note when the item cannot carry text."""
+    turn = _builtin_turn(BUILTINS[item_type])
+    content = BUILTIN_OK[item_type] if kind is K.OK else CONTENT[kind]
+    encoded = toolwire.encode_results(turn, results_for(turn, kind, content))
+    out = encoded[0]
+    assert out["type"] == {"local_shell_call": "local_shell_call_output", "shell_call": "shell_call_output",
+                           "apply_patch_call": "apply_patch_call_output", "computer_call": "computer_call_output",
+                           "tool_search_call": "tool_search_output"}[item_type]
+    assert out.get("call_id", out.get("id")) == BUILTINS[item_type]["call_id"]
+    for item in encoded:
+        check_sdk("openai-responses", item)
+    notes = encoded[1:]
+    cannot_carry_text = item_type in ("computer_call", "tool_search_call") and kind is not K.OK
+    assert len(notes) == (1 if cannot_carry_text else 0)
+    if notes:
+        assert notes[0]["role"] == "user" and CONTENT[kind] in notes[0]["content"]
+    if item_type == "shell_call" and kind is not K.OK:
+        assert out["output"][0]["stderr"] == CONTENT[kind]
+        assert out["output"][0]["outcome"]["type"] == ("timeout" if kind is K.HANDLER_TIMEOUT else "exit")
+    if item_type == "apply_patch_call":
+        assert out["status"] == ("completed" if kind is K.OK else "failed")
+    msgs = toolwire.history_messages(turn, results_for(turn, kind, content))
+    assert msgs[0] == BUILTINS[item_type]
+    for m in msgs:
+        check_sdk("openai-responses", m)
+
+
+def test_responses_custom_tool_call_is_answered_with_custom_tool_call_output():
+    """A custom tool call gets custom_tool_call_output with text output, its free-text input replayed."""
+    item = {"type": "custom_tool_call", "id": "ctc_1", "call_id": "call_sql", "name": "run_sql",
+            "input": "SELECT 1 -- not JSON"}
+    turn = responses_body(item)
+    msgs = toolwire.history_messages(turn, results_for(turn, K.OK, [{"n": 1}]))
+    assert msgs == [item, {"type": "custom_tool_call_output", "call_id": "call_sql", "output": '[{"n":1}]'}]
+    for m in msgs:
+        check_sdk("openai-responses", m)
+
+
+def test_responses_computer_call_needs_a_screenshot():
+    """An ok computer result that is no screenshot gets the blank screenshot and a note (never a wrong shape)."""
+    turn = _builtin_turn(BUILTINS["computer_call"])
+    encoded = toolwire.encode_results(turn, results_for(turn, K.OK, "clicked"))
+    assert encoded[0]["output"]["type"] == "computer_screenshot"
+    assert "clicked" in encoded[1]["content"]
+
+
+def test_responses_results_answer_call_id_not_item_id():
+    """Outputs carry the call's call_id (call_…), never the item id (fc_…)."""
+    turn = responses_turn()
+    encoded = toolwire.encode_results(turn, results_for(turn, K.OK))
+    assert [o["call_id"] for o in encoded] == ["call_a", "call_b", "call_c"]
+    assert all(not o["call_id"].startswith("fc_") for o in encoded)
+
+
+def test_state_of_calls_does_not_change():
+    """Encoding does not touch the calls' state machines (answering is the dispatcher's job)."""
+    turn = chat_turn()
+    toolwire.history_messages(turn, results_for(turn, K.OK))
+    assert [c.state for c in turn.calls] == [CallState.COMPLETE] * 3
+
+
+def _rename(d: dict, old: str, new: str) -> dict:
+    return {(new if k == old else k): v for k, v in d.items()}
+
+
+MISSPELT = {
+    "chat_tool_id": ("openai-chat", lambda e: [_rename(e[0], "tool_call_id", "tool_id")] + e[1:]),
+    "responses_callid": ("openai-responses", lambda e: [_rename(e[0], "call_id", "callid")]),
+    "responses_output_type": ("openai-responses", lambda e: [dict(e[0], type="function_output")]),
+    "anthropic_tool_id": ("anthropic", lambda e: {**e, "content": [_rename(e["content"][0], "tool_use_id",
+                                                                           "tool_id")]}),
+    "anthropic_error_flag": ("anthropic", lambda e: {**e, "content": [dict(e["content"][0], error=True)]}),
+    "gemini_result_key": ("gemini", lambda e: {**e, "parts": [{"functionResponse": _rename(
+        e["parts"][0]["functionResponse"], "response", "result")}]}),
+    "gemini_response_text": ("gemini", lambda e: {**e, "parts": [{"functionResponse": dict(
+        e["parts"][0]["functionResponse"], response="21 C")}]}),
+    "interactions_id": ("gemini-interactions", lambda e: [_rename(e[0], "call_id", "id")]),
+}
+
+
+@pytest.mark.parametrize("case", list(MISSPELT))
+def test_the_sdk_check_catches_a_misspelt_field(case):
+    """The conformance check is not vacuous: one wrong field name or shape in an answer fails it."""
+    provider, mutate = MISSPELT[case]
+    turn = TURNS[provider]()
+    bad = mutate(toolwire.encode_results(turn, results_for(turn, K.OK)))
+    with pytest.raises((AssertionError, pydantic.ValidationError)):
+        for message in bad if isinstance(bad, list) else [bad]:
+            check_sdk(provider, message)

@@ -1,0 +1,43 @@
+"""Results and history, per dialect: the provider-native message(s) answering a turn's calls, the replay of the
+assistant message in a form the provider accepts, and the repair of a stored history.
+
+Each dialect module provides ``replayed_calls(turn)`` (the calls its assistant message replays), ``encode(turn,
+pairs, echo_ids=)`` (the result message(s) for ``(call, result)`` pairs in call order), ``replay(turn, calls)``
+(the assistant message(s) to append) and ``repair(messages, echo_ids=)`` (the repaired history and the
+``RepairAction`` records). The public entry points are in ``toolwire.history``.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from . import anthropic, gemini, gemini_interactions, openai_chat, openai_responses
+from ._common import (
+    INVALID_ARGUMENTS_KEY,
+    MISSING_RESULT_TEXT,
+    RepairAction,
+    RepairKind,
+    RepairReport,
+    missing_result,
+    wire_id,
+)
+
+__all__ = [
+    "DIALECTS",
+    "INVALID_ARGUMENTS_KEY",
+    "MISSING_RESULT_TEXT",
+    "RepairAction",
+    "RepairKind",
+    "RepairReport",
+    "missing_result",
+    "wire_id",
+]
+
+#: provider id -> its results module
+DIALECTS: dict[str, ModuleType] = {
+    openai_chat.PROVIDER: openai_chat,
+    openai_responses.PROVIDER: openai_responses,
+    anthropic.PROVIDER: anthropic,
+    gemini.PROVIDER: gemini,
+    gemini_interactions.PROVIDER: gemini_interactions,
+}

@@ -1,0 +1,211 @@
+"""Anthropic Messages: the tool_result message, replay, history repair (WIRE.md C5, PITFALLS 18 and 25).
+
+Results: ONE user message whose content is every ``tool_result`` block of the turn, in call order
+(``tool_use_id``, ``content`` text, ``is_error: true`` for errors). Replay: the assistant content as received
+(thinking and redacted_thinking blocks with their signatures, text, server tool blocks, in order), each
+``tool_use`` with an object ``input``: input that did not parse is replayed as ``{"_invalid_arguments": "<raw
+text>"}`` (PITFALL 21).
+
+Repair: the user message after an assistant message with ``tool_use`` blocks starts with one ``tool_result``
+per tool_use, in call order (missing ones inserted as errors; results found in later or split messages moved
+and merged there; duplicates and orphans dropped); any other content of that message follows the results.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...types import ToolCall, Turn
+from ._common import (
+    MISSING_RESULT_TEXT,
+    Actions,
+    Pair,
+    RepairKind,
+    call_arguments,
+    deep_copy,
+    object_arguments,
+    result_text,
+    wire_id,
+)
+
+__all__ = ["PROVIDER", "replayed_calls", "encode", "replay", "repair"]
+
+PROVIDER = "anthropic"
+
+
+def replayed_calls(turn: Turn) -> list[ToolCall]:
+    """Every call of the turn (one message)."""
+    return list(turn.calls)
+
+
+def tool_result(tool_use_id: str, text: str, is_error: bool) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": text}
+    if is_error:
+        block["is_error"] = True
+    return block
+
+
+def encode(turn: Turn, pairs: list[Pair], *, echo_ids: bool = True) -> dict[str, Any]:
+    """One user message: all the tool_result blocks, in call order."""
+    return {"role": "user", "content": [tool_result(wire_id(turn, call), result_text(result), result.is_error)
+                                        for call, result in pairs]}
+
+
+def replay(turn: Turn, calls: list[ToolCall]) -> list[dict[str, Any]]:
+    """The assistant message verbatim, every tool_use ``input`` an object."""
+    msg = deep_copy(turn.assistant_message)
+    content = msg.get("content")
+    if not isinstance(content, list):
+        return [msg]
+    used: set[int] = set()
+    for call in calls:
+        at = None
+        for i, block in enumerate(content):
+            if i not in used and isinstance(block, dict) and block.get("type") == "tool_use" \
+                    and call.call_id is not None and block.get("id") == call.call_id:
+                at = i
+                break
+        if at is None:
+            bi = call.provider_meta.get("block_index")
+            if isinstance(bi, int) and 0 <= bi < len(content) and bi not in used \
+                    and isinstance(content[bi], dict) and content[bi].get("type") == "tool_use":
+                at = bi
+        if at is None:
+            continue
+        used.add(at)
+        block = content[at]
+        block["id"] = wire_id(turn, call)
+        if not (isinstance(call.args, dict) and isinstance(block.get("input"), dict)):
+            block["input"] = call_arguments(call)
+    return [msg]
+
+
+# ---- history repair -----------------------------------------------------------------------------------------
+def _blocks(msg: Any) -> list[Any] | None:
+    content = msg.get("content") if isinstance(msg, dict) else None
+    return content if isinstance(content, list) else None
+
+
+def _is_result(block: Any) -> bool:
+    return isinstance(block, dict) and block.get("type") == "tool_result"
+
+
+def repair(messages: list[Any], *, echo_ids: bool = True) -> tuple[list[Any], Actions]:
+    """See the module docstring."""
+    msgs = deep_copy(list(messages))
+    actions = Actions()
+    # the calls of each assistant message, in order
+    groups: dict[int, list[tuple[str, str | None]]] = {}
+    for i, msg in enumerate(msgs):
+        if not isinstance(msg, dict) or msg.get("role") != "assistant":
+            continue
+        blocks = _blocks(msg)
+        if not blocks:
+            continue
+        calls = []
+        for k, block in enumerate(blocks):
+            if not isinstance(block, dict) or block.get("type") != "tool_use":
+                continue
+            if not isinstance(block.get("id"), str) or not block["id"]:
+                block["id"] = f"tw_toolu_{i}_{k}"
+                actions.add(RepairKind.ASSIGNED_ID, i, block["id"], block.get("name"),
+                            detail="a tool_use block without an id got one")
+            fixed, changed = object_arguments(block.get("input"))
+            if changed or "input" not in block:
+                block["input"] = fixed
+                actions.add(RepairKind.REPLACED_ARGUMENTS, i, block["id"], block.get("name"),
+                            detail="input that was not an object was replaced (PITFALL 21)")
+            calls.append((block["id"], block.get("name")))
+        if calls:
+            groups[i] = calls
+    owners: dict[str, list[int]] = {}
+    for gi, calls in groups.items():
+        for cid, _ in calls:
+            owners.setdefault(cid, []).append(gi)
+    # every tool_result block: to its group (the nearest assistant before it with that id), or dropped
+    kept: dict[tuple[int, str], tuple[int, dict[str, Any]]] = {}
+    for i, msg in enumerate(msgs):
+        if not isinstance(msg, dict) or msg.get("role") != "user":
+            continue
+        for block in _blocks(msg) or ():
+            if not _is_result(block):
+                continue
+            tid = block.get("tool_use_id")
+            cands = [g for g in owners.get(tid, ()) if g < i] if isinstance(tid, str) else []
+            if not cands:
+                actions.add(RepairKind.DROPPED_ORPHAN, i, tid if isinstance(tid, str) else None,
+                            detail="a tool_result for no tool_use before it was dropped")
+                continue
+            g = max(cands)
+            if (g, tid) in kept:
+                actions.add(RepairKind.DROPPED_DUPLICATE, i, tid,
+                            detail=f"a second tool_result for the call was dropped (the one in message "
+                                   f"{kept[g, tid][0]} is kept)")
+                continue
+            kept[g, tid] = (i, block)
+    out: list[Any] = []
+    consumed: set[int] = set()
+    for i, msg in enumerate(msgs):
+        if i in consumed:
+            continue
+        if i in groups:
+            out.append(msg)
+            results = []
+            for cid, name in groups[i]:
+                found = kept.get((i, cid))
+                if found is None:
+                    actions.add(RepairKind.INSERTED_RESULT, i, cid, name,
+                                detail="no tool_result was recorded for this call: an error result was inserted")
+                    results.append(tool_result(cid, MISSING_RESULT_TEXT, True))
+                    continue
+                pos, block = found
+                if pos != i + 1:
+                    actions.add(RepairKind.MOVED_RESULT, pos, cid, name,
+                                detail=f"moved into the message right after its tool_use (message {i})")
+                results.append(block)
+            rest: list[Any] = []
+            nxt = msgs[i + 1] if i + 1 < len(msgs) else None
+            if isinstance(nxt, dict) and nxt.get("role") == "user":
+                consumed.add(i + 1)
+                content = nxt.get("content")
+                if isinstance(content, str):
+                    if content:
+                        rest.append({"type": "text", "text": content})
+                else:
+                    blocks = content if isinstance(content, list) else []
+                    seen_result = False
+                    order = []
+                    for block in blocks:
+                        if _is_result(block):
+                            seen_result = True
+                            for k, r in enumerate(results):
+                                if r is block:
+                                    order.append(k)
+                            continue
+                        if not seen_result and any(_is_result(b) for b in blocks):
+                            actions.add(RepairKind.MOVED_CONTENT, i + 1,
+                                        detail="content before the tool_result blocks was moved after them")
+                            seen_result = True  # one action per message
+                        rest.append(block)
+                    if order != sorted(order):
+                        actions.add(RepairKind.REORDERED_RESULTS, i + 1,
+                                    detail="the tool_result blocks were put in call order")
+                merged = dict(nxt)
+                merged["content"] = results + rest
+                out.append(merged)
+            else:
+                out.append({"role": "user", "content": results})
+            continue
+        blocks = _blocks(msg)
+        if isinstance(msg, dict) and msg.get("role") == "user" and blocks is not None \
+                and any(_is_result(b) for b in blocks):
+            remaining = [b for b in blocks if not _is_result(b)]
+            if not remaining:
+                if any(pos == i for pos, _ in kept.values()):
+                    actions.add(RepairKind.MERGED_MESSAGES, i,
+                                detail="its tool_result blocks were merged into the result message of their turn")
+                continue  # nothing left
+            msg = dict(msg)
+            msg["content"] = remaining
+        out.append(msg)
+    return out, actions

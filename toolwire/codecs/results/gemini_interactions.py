@@ -1,0 +1,156 @@
+"""Gemini Interactions API: function_result steps, replay, history repair (WIRE.md E2).
+
+Results: one ``{"type": "function_result", "call_id", "name", "result", "is_error"?}`` step per call, in call
+order (send them as ``input`` with ``previous_interaction_id``). ``result`` is the result's text, or its object
+when it is one (the SDK's ``FunctionResultStepParam.result`` is an object, a string or content items, so lists
+and other values are sent as JSON text); ``is_error: true`` for errors.
+
+Replay (a stateless ``input`` of steps): the model's steps as received (thought steps with their signatures,
+model output, built-in call and result steps), each ``function_call`` step's ``arguments`` an object (PITFALL
+21: ``{"_invalid_arguments": "<raw text>"}``), then the function_result steps.
+
+Repair works on such a list of steps: every function_call step gets one function_result after its turn (the
+run of model steps that holds it), in call order. With ``previous_interaction_id`` the calls live on the
+server: there is nothing to repair, and the results would look like orphans.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...types import ToolCall, Turn
+from ._common import (
+    MISSING_RESULT_TEXT,
+    Actions,
+    Pair,
+    RepairKind,
+    as_json_value,
+    as_text,
+    call_arguments,
+    deep_copy,
+    error_text,
+    object_arguments,
+    wire_id,
+)
+from ._flat import CallRef, Group, place_results
+
+__all__ = ["PROVIDER", "replayed_calls", "encode", "replay", "repair"]
+
+PROVIDER = "gemini-interactions"
+
+
+def replayed_calls(turn: Turn) -> list[ToolCall]:
+    """Every call of the turn (one interaction)."""
+    return list(turn.calls)
+
+
+def function_result(call_id: str, name: str | None, result: Any, is_error: bool) -> dict[str, Any]:
+    step: dict[str, Any] = {"type": "function_result", "call_id": call_id}
+    if name:
+        step["name"] = name
+    step["result"] = result
+    if is_error:
+        step["is_error"] = True
+    return step
+
+
+def _result_value(result: Any) -> Any:
+    if result.is_error:
+        return error_text(result)
+    value = as_json_value(result.content)
+    return value if isinstance(value, (str, dict)) else as_text(value)
+
+
+def encode(turn: Turn, pairs: list[Pair], *, echo_ids: bool = True) -> list[dict[str, Any]]:
+    """One function_result step per call, in call order."""
+    return [function_result(wire_id(turn, call), call.name, _result_value(result), result.is_error)
+            for call, result in pairs]
+
+
+def _steps(message: Any) -> list[Any]:
+    if isinstance(message, dict):
+        steps = message.get("steps")
+        if steps is None:
+            steps = message.get("outputs")  # legacy schema
+        return list(steps or [])
+    return list(message or [])
+
+
+def replay(turn: Turn, calls: list[ToolCall]) -> list[dict[str, Any]]:
+    """The model's steps, every function_call's ``arguments`` an object and every call with an id."""
+    steps = deep_copy(_steps(turn.assistant_message))
+    fc_positions = [i for i, s in enumerate(steps) if isinstance(s, dict) and s.get("type") == "function_call"]
+    used: set[int] = set()
+    for n, call in enumerate(calls):
+        at = None
+        if call.call_id is not None:
+            at = next((i for i in fc_positions if i not in used and steps[i].get("id") == call.call_id), None)
+        if at is None:
+            at = next((i for i in fc_positions if i not in used and not steps[i].get("id")), None)
+        if at is None:
+            continue
+        used.add(at)
+        step = steps[at]
+        step["id"] = wire_id(turn, call)
+        if not (isinstance(call.args, dict) and isinstance(step.get("arguments"), dict)):
+            step["arguments"] = call_arguments(call)
+    return steps
+
+
+# ---- history repair -----------------------------------------------------------------------------------------
+def _type(step: Any) -> str | None:
+    t = step.get("type") if isinstance(step, dict) else None
+    return t if isinstance(t, str) else None
+
+
+def _result_id(step: Any) -> str | None:
+    if _type(step) != "function_result":
+        return None
+    cid = step.get("call_id")
+    return cid if isinstance(cid, str) else ""
+
+
+def repair(messages: list[Any], *, echo_ids: bool = True) -> tuple[list[Any], Actions]:
+    """See the module docstring."""
+    steps = deep_copy(list(messages))
+    actions = Actions()
+    groups: list[Group] = []
+    run: list[int] = []
+    run_calls: list[CallRef] = []
+
+    def close_run() -> None:
+        if run_calls:
+            groups.append(Group(run[-1], list(run_calls), run[0]))
+        run.clear()
+        run_calls.clear()
+
+    for i, step in enumerate(steps):
+        rid = _result_id(step)
+        if rid is not None:
+            if any(c.id == rid for c in run_calls):
+                close_run()
+            continue
+        t = _type(step)
+        if t is None or t == "user_input":
+            close_run()
+            continue
+        run.append(i)
+        if t != "function_call":
+            continue
+        if not isinstance(step.get("id"), str) or not step["id"]:
+            step["id"] = f"tw_call_{i}"
+            actions.add(RepairKind.ASSIGNED_ID, i, step["id"], step.get("name"),
+                        detail="a function_call step without an id got one")
+        fixed, changed = object_arguments(step.get("arguments"))
+        if changed or "arguments" not in step:
+            step["arguments"] = fixed
+            actions.add(RepairKind.REPLACED_ARGUMENTS, i, step["id"], step.get("name"),
+                        detail="arguments that were not an object were replaced (PITFALL 21)")
+        run_calls.append(CallRef(step["id"], step.get("name"), i, t))
+    close_run()
+
+    def missing(c: CallRef) -> dict[str, Any]:
+        return function_result(c.id, c.name, MISSING_RESULT_TEXT, True)
+
+    out = place_results(steps, groups, _result_id, missing, actions)
+    return out, actions

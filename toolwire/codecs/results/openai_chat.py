@@ -1,0 +1,127 @@
+"""OpenAI Chat Completions (and OpenAI-compatible servers): tool messages, replay, history repair (WIRE.md A5).
+
+Results: one ``{"role": "tool", "tool_call_id": id, "content": str}`` per call, in call order, right after the
+assistant message. Replay: the assistant message as the codec built it (``extra_content`` thought signatures,
+DeepSeek ``reasoning_content`` kept), with each function call's ``arguments`` a JSON object string (PITFALL
+21: text that is not one becomes ``{"_invalid_arguments": "<text>"}``) and an id on every call (a call a server
+sent without one gets the synthetic id its result uses).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...types import CallKind, ToolCall, Turn
+from ._common import (
+    MISSING_RESULT_TEXT,
+    Actions,
+    Pair,
+    RepairKind,
+    as_text,
+    deep_copy,
+    object_arguments_text,
+    result_text,
+    wire_id,
+)
+from ._flat import CallRef, Group, place_results
+
+__all__ = ["PROVIDER", "replayed_calls", "encode", "replay", "repair"]
+
+PROVIDER = "openai-chat"
+
+
+def replayed_calls(turn: Turn) -> list[ToolCall]:
+    """The calls the assistant message replays: those of choice 0 (the codec replays choice 0)."""
+    return [c for c in turn.calls if c.choice == 0]
+
+
+def encode(turn: Turn, pairs: list[Pair], *, echo_ids: bool = True) -> list[dict[str, Any]]:
+    """One tool message per call, in call order."""
+    return [{"role": "tool", "tool_call_id": wire_id(turn, call), "content": result_text(result)}
+            for call, result in pairs]
+
+
+def replay(turn: Turn, calls: list[ToolCall]) -> list[dict[str, Any]]:
+    """The assistant message, arguments in the accepted form, every call with an id."""
+    msg = deep_copy(turn.assistant_message)
+    entries = msg.get("tool_calls") or []
+    for call, entry in zip(calls, entries):
+        entry["id"] = wire_id(turn, call)
+        if call.kind is CallKind.CUSTOM or entry.get("type") == "custom":
+            custom = entry.setdefault("custom", {})
+            if not isinstance(custom.get("input"), str):
+                custom["input"] = call.raw_arguments
+            continue
+        fn = entry.setdefault("function", {})
+        if fn.get("name") is None:
+            fn["name"] = call.name or ""
+        fn["arguments"], _ = object_arguments_text(fn.get("arguments"))
+    return [msg]
+
+
+# ---- history repair -----------------------------------------------------------------------------------------
+def _tool_calls(msg: Any) -> list[Any] | None:
+    if isinstance(msg, dict) and msg.get("role") == "assistant" and isinstance(msg.get("tool_calls"), list):
+        return msg["tool_calls"]
+    return None
+
+
+def _result_id(msg: Any) -> str | None:
+    if isinstance(msg, dict) and msg.get("role") == "tool":
+        tid = msg.get("tool_call_id")
+        return tid if isinstance(tid, str) else ""
+    return None
+
+
+def repair(messages: list[Any], *, echo_ids: bool = True) -> tuple[list[Any], Actions]:
+    """Every ``tool_calls`` id answered by exactly one tool message right after its assistant message, in call
+    order; duplicates and orphans dropped; malformed arguments replaced."""
+    items = deep_copy(list(messages))
+    actions = Actions()
+    groups: list[Group] = []
+    for i, msg in enumerate(items):
+        tid = _result_id(msg)
+        if tid is not None:
+            content = msg.get("content")
+            if not isinstance(content, (str, list)):
+                msg["content"] = as_text(content)
+                actions.add(RepairKind.FIXED_CONTENT, i, tid or None,
+                            detail="tool message content must be text: encoded as JSON text")
+            continue
+        calls = _tool_calls(msg)
+        if calls is None:
+            continue
+        if not calls:
+            del msg["tool_calls"]
+            if msg.get("content") is None:
+                msg["content"] = ""
+            actions.add(RepairKind.DROPPED_EMPTY_TOOL_CALLS, i, detail="an empty tool_calls list was removed")
+            continue
+        refs = []
+        for k, tc in enumerate(calls):
+            if not isinstance(tc, dict):
+                continue
+            if not isinstance(tc.get("id"), str) or not tc["id"]:
+                tc["id"] = f"tw_call_{i}_{k}"
+                actions.add(RepairKind.ASSIGNED_ID, i, tc["id"], detail="a tool call without an id got one")
+            if tc.get("type", "function") == "function":
+                fn = tc.get("function")
+                if isinstance(fn, dict):
+                    fixed, changed = object_arguments_text(fn.get("arguments"))
+                    if changed:
+                        fn["arguments"] = fixed
+                        actions.add(RepairKind.REPLACED_ARGUMENTS, i, tc["id"], fn.get("name"),
+                                    detail="arguments that were not a JSON object were replaced (PITFALL 21)")
+                name = fn.get("name") if isinstance(fn, dict) else None
+            else:
+                sub = tc.get(tc.get("type")) if isinstance(tc.get("type"), str) else None
+                name = sub.get("name") if isinstance(sub, dict) else None
+            refs.append(CallRef(tc["id"], name, i))
+        groups.append(Group(i, refs))
+
+    def missing(c: CallRef) -> dict[str, Any]:
+        return {"role": "tool", "tool_call_id": c.id, "content": MISSING_RESULT_TEXT}
+
+    out = place_results(items, groups, _result_id, missing, actions)
+    return out, actions
+

@@ -1,0 +1,120 @@
+"""Results and history: answer a turn's calls in the provider's format, append the turn to the conversation,
+and repair a stored conversation before the next request.
+
+Which calls are answered: every call that appears in the replayed assistant message (``turn.assistant_message``:
+Chat replays choice 0, Gemini candidate 0, the other dialects have one message), whatever its state. A
+truncated, errored or not-run call is replayed too (its arguments in an accepted form) and answered with its
+``not_run`` result, so no call is ever left without exactly one result (PITFALL 25). A call for which
+``results`` holds nothing is answered with an error result saying no result was recorded.
+
+Pairing is by ``local_id``, never by position; results come out in call order whatever order they were given in
+(PITFALL 24). Malformed arguments are replayed as ``{"_invalid_arguments": "<the raw text>"}`` (a JSON object
+string for OpenAI ``arguments``, an object for Anthropic ``input``, Gemini ``args`` and Interactions
+``arguments``): the provider accepts it and the model sees what it sent (PITFALL 21).
+
+Calls without the id a provider requires (a Chat server that sent none) are answered under a synthetic id made
+of the response id and the call's ``local_id``; the replayed call carries the same id. ``echo_ids`` matters only
+for Gemini: False leaves ``functionResponse.id`` out (endpoints that reject it, such as Vertex Express).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from .codecs.results import DIALECTS, RepairAction, RepairKind, RepairReport, missing_result
+from .codecs.results._common import Pair
+from .errors import UsageError
+from .registry.result import ToolResult
+from .types import Turn
+
+__all__ = ["encode_results", "history_messages", "repair_history", "RepairReport", "RepairAction", "RepairKind"]
+
+
+def _dialect(provider: str) -> Any:
+    try:
+        return DIALECTS[provider]
+    except KeyError:
+        raise UsageError(f"unknown provider {provider!r}; expected one of: {', '.join(DIALECTS)}") from None
+
+
+def _pairs(mod: Any, turn: Turn, results: Iterable[ToolResult]) -> list[Pair]:
+    calls = mod.replayed_calls(turn)
+    known = {c.local_id: c for c in turn.calls}
+    by_local: dict[str, ToolResult] = {}
+    for r in results:
+        if not isinstance(r, ToolResult):
+            raise UsageError(f"results must be ToolResult objects, got {type(r).__name__}")
+        call = known.get(r.local_id)
+        if call is None:
+            raise UsageError(f"result for local_id {r.local_id!r}, which is no call of this turn")
+        if r.call_id is not None and call.call_id is not None and r.call_id != call.call_id:
+            raise UsageError(f"result {r.local_id!r} answers call id {r.call_id!r}, but that call of this turn has "
+                             f"id {call.call_id!r} (a result of another turn?)")
+        if r.name is not None and call.name is not None and r.name != call.name:
+            raise UsageError(f"result {r.local_id!r} is for tool {r.name!r}, but that call of this turn is "
+                             f"{call.name!r} (a result of another turn?)")
+        if r.local_id in by_local:
+            raise UsageError(f"two results for call {r.local_id!r}: every call is answered exactly once")
+        by_local[r.local_id] = r
+    return [(c, by_local.get(c.local_id) or missing_result(c)) for c in calls]
+
+
+def encode_results(turn: Turn, results: Iterable[ToolResult], *, echo_ids: bool = True) -> list[Any] | dict[str, Any]:
+    """The provider-native message(s) answering the calls of ``turn``, in call order.
+
+    Chat: a list of ``tool`` messages; Responses: a list of output items; Anthropic: one user message (a dict);
+    Gemini: one user content (a dict); Interactions: a list of ``function_result`` steps. Every call of the
+    replayed assistant message is answered exactly once (see the module docstring).
+
+    Raises ``UsageError`` for an unknown provider, a turn with no call to answer, a result that is not a
+    ``ToolResult``, answers a call that is not in ``turn`` (or has another call id or tool name), or a second
+    result for one call.
+    """
+    mod = _dialect(turn.provider)
+    pairs = _pairs(mod, turn, results)
+    if not pairs:
+        raise UsageError("the turn has no call to answer")
+    return mod.encode(turn, pairs, echo_ids=echo_ids)
+
+
+def history_messages(turn: Turn, results: Iterable[ToolResult], *, echo_ids: bool = True) -> list[Any]:
+    """What to append to the conversation after ``turn``: the assistant message (or Responses items /
+    Interactions steps) replayed verbatim, with malformed arguments in the accepted form, then the results.
+
+    A turn without calls gives just its assistant message. Raises ``UsageError`` as ``encode_results`` does,
+    and when the turn has no assistant message to replay (a streaming-mode parse keeps none).
+    """
+    mod = _dialect(turn.provider)
+    if turn.assistant_message is None:
+        raise UsageError("the turn has no assistant message to replay (parse it with calls kept)")
+    pairs = _pairs(mod, turn, results)
+    out = list(mod.replay(turn, [c for c, _ in pairs]))
+    if pairs:
+        encoded = mod.encode(turn, pairs, echo_ids=echo_ids)
+        out.extend(encoded if isinstance(encoded, list) else [encoded])
+    return out
+
+
+def repair_history(provider: str, messages: Iterable[Any], *, echo_ids: bool = True
+                   ) -> tuple[list[Any], RepairReport]:
+    """A copy of a stored conversation (the provider's native request ``messages`` / ``contents`` / ``input``
+    list) in which every call has exactly one result in the provider's required order, and a report of what
+    changed (``RepairReport.actions``: typed ``RepairAction`` records). The input is not modified.
+
+    Chat: one ``tool`` message per ``tool_calls`` id right after its assistant message. Anthropic: the user
+    message after an assistant message with ``tool_use`` blocks starts with all its ``tool_result`` blocks.
+    Gemini: the content after a model content with ``functionCall`` parts has one ``functionResponse`` per
+    call (``id`` exactly when the call had one and ``echo_ids``; ``response`` an object). Responses: every call
+    item has one output item after its turn, and reasoning items stay right before the item they precede.
+    Interactions (a list of steps): every ``function_call`` has one ``function_result``. Missing results are
+    inserted as errors ("no result was recorded for this call"), duplicates and orphans dropped, misplaced ones
+    moved, malformed arguments replaced by the accepted form.
+
+    Raises ``UsageError`` for an unknown provider or when ``messages`` is not a list of messages.
+    """
+    mod = _dialect(provider)
+    if isinstance(messages, (str, bytes, dict)):
+        raise UsageError("messages must be a list of the provider's messages")
+    repaired, actions = mod.repair(list(messages), echo_ids=echo_ids)
+    return repaired, RepairReport(provider=provider, actions=list(actions))
