@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test fuzz bench install clean
+.PHONY: test demo fuzz bench install clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -m venv $(VENV) 2>/dev/null || { \
@@ -18,6 +18,10 @@ install: $(STAMP)
 
 test: $(STAMP)
 	HYPOTHESIS_PROFILE=ci $(PY) -m pytest -q -n 2 -p no:cacheprovider
+
+# make demo: the scenarios, for every dialect, against the built-in simulated provider over real HTTP
+demo: $(STAMP)
+	$(VENV)/bin/toolwire demo
 
 fuzz: $(STAMP)
 	HYPOTHESIS_PROFILE=deep $(PY) -m pytest -q -n 2 -p no:cacheprovider tests

@@ -144,8 +144,8 @@ def _logging_options() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--log-format", choices=("json", "console"), default="console",
                         help="how toolwire's structured logs are printed on stderr (default console)")
-    common.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="warning",
-                        help="the lowest level printed (default warning)")
+    common.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default=None,
+                        help="the lowest level printed (default warning; error for demo)")
     return common
 
 
@@ -183,15 +183,18 @@ def build_parser() -> argparse.ArgumentParser:
     from .cli_declare import register as register_declare  # declare, audit
 
     register_declare(sub, common)
+    from .cli_harness import register as register_harness  # demo, chat
+
+    register_harness(sub, common)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if getattr(args, "provider", None) is not None and args.provider not in PROVIDERS:
+    if getattr(args, "provider", None) not in (None, "all") and args.provider not in PROVIDERS:
         parser.error(f"unknown provider {args.provider!r} (choose from {', '.join(PROVIDERS)})")
-    configure_logging(args.log_format, args.log_level)
+    configure_logging(args.log_format, args.log_level or ("error" if args.command == "demo" else "warning"))
     try:
         return args.func(args)
     except UsageError as exc:

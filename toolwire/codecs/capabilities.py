@@ -11,7 +11,7 @@ import re
 
 import msgspec
 
-__all__ = ["Limit", "Capabilities", "CAPABILITIES", "capabilities_for", "PORTABLE_NAME"]
+__all__ = ["Limit", "Capabilities", "CAPABILITIES", "capabilities_for", "is_transient_error", "PORTABLE_NAME"]
 
 
 class Limit(msgspec.Struct, frozen=True):
@@ -93,7 +93,7 @@ CAPABILITIES: dict[str, Capabilities] = {
         tool_turn_finish=("completed",),
         transient_statuses=_OPENAI_TRANSIENT,
         permanent_statuses=_PERMANENT,
-        transient_error_types=("server_error", "rate_limit_exceeded"),
+        transient_error_types=("server_error", "rate_limit_exceeded", "server_is_overloaded"),
         delay_hints=("retry-after-ms", "retry-after"),
     ),
     "anthropic": Capabilities(
@@ -147,6 +147,20 @@ CAPABILITIES: dict[str, Capabilities] = {
 #: A tool name every dialect accepts: the strictest common rule (OpenAI's 64 characters, Gemini's first
 #: character a letter or underscore).
 PORTABLE_NAME = r"[A-Za-z_][A-Za-z0-9_-]{0,63}"
+
+
+_TRANSIENT_WORDS = ("overload", "rate_limit", "ratelimit", "server_error", "unavailable", "internal", "timeout",
+                    "exhausted", "try again")
+
+
+def is_transient_error(dialect: str, type: str | None, code: str | None = None, message: str | None = None) -> bool:
+    """True when an error the provider reported (in a stream or a body) is worth a retry: a type or code the
+    dialect's record lists, or one that says overloaded / rate limit / server error / unavailable / timeout."""
+    cap = capabilities_for(dialect)
+    for value in (type, code):
+        if value and (value in cap.transient_error_types or any(w in value.lower() for w in _TRANSIENT_WORDS)):
+            return True
+    return False
 
 
 def capabilities_for(dialect: str) -> Capabilities:

@@ -1,0 +1,99 @@
+"""``toolwire demo`` (the scenarios on the simulated provider) and ``toolwire chat`` (the same loop against a
+real provider, with tools from a Python module)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Any
+
+from .codecs import PROVIDERS
+from .errors import UsageError
+
+__all__ = ["register"]
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from .harness.demo import SCENARIO_NAMES, dump_json, print_run, run_demo
+    from .harness.fallback import LOCALES
+
+    if args.lang not in LOCALES:
+        raise UsageError(f"unknown --lang {args.lang!r}; expected one of: {', '.join(LOCALES)}")
+    providers = PROVIDERS if args.provider == "all" else (args.provider,)
+    scenarios = SCENARIO_NAMES if args.scenario == "all" else (args.scenario,)
+    on_run = None if args.json else (lambda run: print_run(run, sys.stdout, args.trace))
+    runs = run_demo(providers, scenarios, args.lang, on_run=on_run)
+    if args.json:
+        dump_json(runs, sys.stdout)
+    else:
+        answered = sum(1 for r in runs if not r.result.fallback)
+        print(f"\n{len(runs)} runs: {answered} answered by the model, {len(runs) - answered} fallback")
+    return 0
+
+
+def _load_tools(spec: str) -> Any:
+    from .registry import Registry, Tool
+
+    module_name, _, attr = spec.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise UsageError(f"cannot import tools module {module_name!r}: {exc}") from None
+    value = getattr(module, attr or "TOOLS", None)
+    if value is None and not attr:
+        value = getattr(module, "registry", None)
+    if isinstance(value, Registry):
+        return value
+    if isinstance(value, (list, tuple)) and all(isinstance(t, Tool) for t in value):
+        return Registry(list(value))
+    raise UsageError(f"{spec}: expected a list of toolwire.Tool named TOOLS (or a Registry named registry), "
+                     f"or name one with module:attribute")
+
+
+def _cmd_chat(args: argparse.Namespace) -> int:
+    import json
+
+    from .harness.loop import ToolLoop
+
+    registry = _load_tools(args.tools)
+    with ToolLoop(args.provider, model=args.model, registry=registry, base_url=args.base_url,
+                  locale=args.lang, system=args.system, stream=not args.no_stream) as loop:
+        result = loop.run(args.prompt)
+    if args.json:
+        print(json.dumps({"answer": result.answer, "fallback": result.fallback,
+                          "calls": [{"name": c.name, "call_id": c.call_id, "states": c.states,
+                                     "result_kind": c.result_kind} for c in result.calls]},
+                         ensure_ascii=False, indent=2))
+    else:
+        for c in result.calls:
+            print(f"{c.name} {c.call_id or '-'}: {' → '.join(c.states)} [{c.result_kind}]")
+        print(result.answer)
+    return 0
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    from .harness.demo import SCENARIO_NAMES
+
+    pd = sub.add_parser("demo", help="run the scenarios against the simulated provider over real HTTP",
+                        parents=[common])
+    pd.add_argument("--provider", default="all", choices=("all", *PROVIDERS))
+    pd.add_argument("--scenario", default="all", choices=("all", *SCENARIO_NAMES))
+    pd.add_argument("--lang", default="en", help="en (default), pt-BR or es: the prompts and fallback messages")
+    pd.add_argument("--trace", action="store_true", help="also print each turn's trace and the request count")
+    pd.add_argument("--json", action="store_true", help="print one JSON document (a contract)")
+    pd.set_defaults(func=_cmd_demo)
+
+    pc = sub.add_parser("chat", help="ask a real provider, running its tool calls through your tools",
+                        parents=[common])
+    pc.add_argument("--provider", required=True, choices=PROVIDERS)
+    pc.add_argument("--model", required=True)
+    pc.add_argument("--tools", required=True, metavar="MODULE[:ATTR]",
+                    help="a module with TOOLS (a list of toolwire.Tool) or registry (a Registry)")
+    pc.add_argument("--base-url", default=None, help="override the provider's base URL")
+    pc.add_argument("--system", default=None)
+    pc.add_argument("--lang", default="en")
+    pc.add_argument("--no-stream", action="store_true", help="ask for whole responses instead of streams")
+    pc.add_argument("--json", action="store_true")
+    pc.add_argument("prompt")
+    pc.set_defaults(func=_cmd_chat)

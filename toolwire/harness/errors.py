@@ -1,0 +1,26 @@
+"""Errors of the harness layer: a provider that failed, transiently or for good."""
+
+from __future__ import annotations
+
+from ..errors import ToolwireError
+
+__all__ = ["ProviderError"]
+
+
+class ProviderError(ToolwireError):
+    """A model request failed: an HTTP error status, a network failure, or a turn that ended in an error.
+
+    Attributes: ``provider``, ``status`` (HTTP status or None), ``type`` (the provider's error type, or
+    ``timeout`` / ``connection_error`` / ``stream_cut`` / ``length``…), ``transient`` (a retry may help),
+    ``retry_after`` (seconds the provider asked to wait, or None). The message never holds an API key or a
+    response body (those go to the logs).
+    """
+
+    def __init__(self, message: str, *, provider: str, status: int | None, type: str, transient: bool,
+                 retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.status = status
+        self.type = type
+        self.transient = transient
+        self.retry_after = retry_after

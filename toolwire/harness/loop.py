@@ -1,0 +1,292 @@
+"""The harness loop: request → stream → Turn → dispatch → repaired history → next request, until the model
+answers without calls or a step bound is reached.
+
+Failures, where they happen (DESIGN section 6):
+
+* before or while the response streams: the attempt is thrown away whole (its partial calls never reach the
+  dispatcher, PITFALL 26) and the request is retried per ``RetryPolicy``; permanent errors fail at once. A
+  turn that ended in an error, was cut, or hit the token limit inside a call is such a failure.
+* invalid arguments or an unknown tool: no handler runs; the error result goes back under the same call id and
+  the model gets one correction round; a model that fails again gets the fallback.
+* a handler: reads may be retried by the dispatcher, writes never re-run; the error result goes to the model.
+
+The user always receives either the model's answer or a localized fallback message; technical details (HTTP
+statuses, bodies, exceptions) go to the structured logs only, with the conversation id bound.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Iterable
+
+import msgspec
+
+from .. import _log
+from ..codecs.declare import declare
+from ..codecs.requests import request_body, user_message
+from ..errors import UsageError
+from ..registry import Dispatcher, Registry, ResultKind, ToolResult
+from ..types import FinishReason, Turn
+from .errors import ProviderError
+from .fallback import FallbackReason, fallback_message
+from .retry import RetryPolicy
+from .transport import AsyncHTTPTransport, HTTPTransport
+
+__all__ = ["ToolLoop", "AsyncToolLoop", "LoopResult", "CallOutcome", "StepRecord"]
+
+_CORRECTABLE = frozenset({ResultKind.INVALID_ARGUMENTS, ResultKind.UNKNOWN_TOOL})
+
+
+class CallOutcome(msgspec.Struct, kw_only=True):
+    """One call of the conversation: its path through the state machine and how it was answered."""
+
+    name: str | None
+    call_id: str | None
+    states: list[str]
+    result_kind: str
+
+
+class StepRecord(msgspec.Struct, kw_only=True):
+    """One model turn of the conversation and the results sent back for it."""
+
+    turn: Turn
+    results: list[ToolResult]
+    attempts: int
+
+
+class LoopResult(msgspec.Struct, kw_only=True):
+    """What the user gets (``answer``: the model's, or the fallback message when ``fallback``) and what
+    happened on the way (``steps``, ``calls``); ``reason`` says why a fallback was given."""
+
+    conversation_id: str
+    answer: str
+    fallback: bool
+    reason: FallbackReason | None = None
+    calls: list[CallOutcome] = msgspec.field(default_factory=list)
+    steps: list[StepRecord] = msgspec.field(default_factory=list)
+    history: list[Any] = msgspec.field(default_factory=list)
+
+
+def _turn_failure(turn: Turn) -> ProviderError | None:
+    """A turn that cannot be used as an answer: an error, a cut, or a token limit inside a call."""
+    from ..codecs.capabilities import is_transient_error
+
+    if turn.error is not None:
+        etype = turn.error.type
+        transient = etype in ("stream_cut", "protocol_error", "framing_error") or \
+            is_transient_error(turn.provider, etype, turn.error.code)
+        return ProviderError(f"the {turn.provider} stream failed ({etype})", provider=turn.provider,
+                             status=turn.error.status, type=etype, transient=transient)
+    if turn.finish_reason is FinishReason.LENGTH:
+        # cut inside a call (never run) or inside the answer (incomplete): ask again, within the retry budget
+        return ProviderError(f"the {turn.provider} turn hit its token limit", provider=turn.provider,
+                             status=None, type="length", transient=True)
+    if turn.calls and not turn.finished_cleanly:
+        return ProviderError(f"the {turn.provider} turn ended with {turn.raw_finish_reason!r}",
+                             provider=turn.provider, status=None, type="unclean_finish", transient=False)
+    return None
+
+
+class _Core:
+    """Everything the sync and async loops share: history, requests, decisions. No I/O."""
+
+    def __init__(self, provider: str, *, model: str, registry: Registry, dispatcher: Dispatcher | None,
+                 system: str | None, stream: bool, locale: str, max_steps: int, retry: RetryPolicy | None,
+                 conversation_id: str | None, max_tokens: int, history: Iterable[Any] | None) -> None:
+        fallback_message(FallbackReason.PROVIDER_FAILED, locale)  # an unknown locale fails now
+        if max_steps < 1:
+            raise UsageError("max_steps must be at least 1")
+        self.provider = provider
+        self.model = model
+        self.registry = registry
+        self.dispatcher = dispatcher if dispatcher is not None else Dispatcher(registry)
+        self.system = system
+        self.stream = stream
+        self.locale = locale
+        self.max_steps = max_steps
+        self.retry = retry if retry is not None else RetryPolicy()
+        self.conversation_id = conversation_id or f"conv-{uuid.uuid4().hex[:12]}"
+        self.max_tokens = max_tokens
+        self.tools_fragment = declare(provider, list(registry)).fragment if len(registry) else None
+        self.history: list[Any] = list(history or [])
+        self.previous_id: str | None = None  # Interactions keep the conversation server-side
+        self.log = {"conversation_id": self.conversation_id, "provider": provider}
+
+    def start(self, prompt: str) -> LoopResult:
+        self.history.append(user_message(self.provider, prompt))
+        _log.emit(_log.INFO, "loop.start", steps=self.max_steps, **self.log)
+        return LoopResult(conversation_id=self.conversation_id, answer="", fallback=False)
+
+    def body(self) -> dict[str, Any]:
+        return request_body(self.provider, model=self.model, history=self.history,
+                            tools_fragment=self.tools_fragment, stream=self.stream, system=self.system,
+                            max_tokens=self.max_tokens, previous_id=self.previous_id)
+
+    @staticmethod
+    def checked(turn: Turn) -> Turn:
+        failure = _turn_failure(turn)
+        if failure is not None:
+            raise failure
+        return turn
+
+    def record(self, result: LoopResult, turn: Turn, results: list[ToolResult], attempts: int) -> None:
+        from ..history import history_messages
+
+        result.steps.append(StepRecord(turn=turn, results=results, attempts=attempts))
+        for r in results:
+            result.calls.append(CallOutcome(name=r.name, call_id=r.call_id, states=r.states,
+                                            result_kind=r.kind.value))
+        entries = history_messages(turn, results)
+        if self.provider == "gemini-interactions":
+            # the server holds the conversation: send only the results, after this interaction
+            self.previous_id = turn.response_id
+            self.history = [e for e in entries if isinstance(e, dict) and e.get("type") == "function_result"]
+        else:
+            self.history.extend(entries)
+
+    def finish(self, result: LoopResult, answer: str | None, reason: FallbackReason | None,
+               error: BaseException | None = None) -> LoopResult:
+        if reason is not None:
+            result.fallback = True
+            result.reason = reason
+            result.answer = fallback_message(reason, self.locale)
+            _log.emit(_log.WARNING, "loop.fallback", reason=reason.value,
+                      error_type=getattr(error, "type", type(error).__name__ if error else None),
+                      status=getattr(error, "status", None), **self.log)
+        else:
+            result.answer = answer or ""
+            _log.emit(_log.INFO, "loop.answer", steps=len(result.steps), calls=len(result.calls), **self.log)
+        result.history = list(self.history)
+        return result
+
+    def after_dispatch(self, results: list[ToolResult], corrections: int) -> tuple[int, bool]:
+        """Count correction rounds; True when the model failed again after its one correction round."""
+        if any(r.kind in _CORRECTABLE for r in results):
+            corrections += 1
+            return corrections, corrections > 1
+        return corrections, False
+
+
+class ToolLoop:
+    """A conversation with a model over real HTTP, running its tool calls through ``registry``.
+
+    ``provider`` is a dialect id; ``model`` the model name; ``base_url`` points at the provider (or at
+    ``toolwire.sim``); the API key comes from ``api_key`` or the usual environment variable. ``run(prompt)``
+    returns a ``LoopResult`` and never raises for a provider's or a model's failure (the fallback message is
+    the answer then); it raises ``UsageError`` for misuse.
+    """
+
+    def __init__(self, provider: str, *, model: str, registry: Registry, dispatcher: Dispatcher | None = None,
+                 transport: HTTPTransport | None = None, base_url: str | None = None, api_key: str | None = None,
+                 system: str | None = None, stream: bool = True, locale: str = "en", max_steps: int = 8,
+                 retry: RetryPolicy | None = None, conversation_id: str | None = None, max_tokens: int = 1024,
+                 timeout: float | None = None, history: Iterable[Any] | None = None) -> None:
+        self.core = _Core(provider, model=model, registry=registry, dispatcher=dispatcher, system=system,
+                          stream=stream, locale=locale, max_steps=max_steps, retry=retry,
+                          conversation_id=conversation_id, max_tokens=max_tokens, history=history)
+        self.transport = transport or HTTPTransport(provider, model=model, base_url=base_url, api_key=api_key,
+                                                    stream=stream, timeout=timeout)
+
+    @property
+    def conversation_id(self) -> str:
+        return self.core.conversation_id
+
+    def run(self, prompt: str) -> LoopResult:
+        core = self.core
+        result = core.start(prompt)
+        corrections = 0
+        for step in range(core.max_steps):
+            body = core.body()
+            attempts = 0
+
+            def attempt() -> Turn:
+                nonlocal attempts
+                attempts += 1
+                _log.emit(_log.INFO, "loop.request", step=step, attempt=attempts, **core.log)
+                return core.checked(self.transport.request(body))
+
+            try:
+                turn = core.retry.call(attempt, step=step, **core.log)
+            except ProviderError as exc:
+                return core.finish(result, None, FallbackReason.PROVIDER_FAILED, exc)
+            _log.emit(_log.INFO, "loop.turn", step=step, finish_reason=turn.raw_finish_reason,
+                      calls=len(turn.calls), **core.log)
+            if not turn.calls:
+                result.steps.append(StepRecord(turn=turn, results=[], attempts=attempts))
+                core.history.append(turn.assistant_message)
+                return core.finish(result, turn.text, None)
+            results = core.dispatcher.run(turn, conversation_id=core.conversation_id)
+            core.record(result, turn, results, attempts)
+            corrections, exhausted = core.after_dispatch(results, corrections)
+            if exhausted:
+                return core.finish(result, None, FallbackReason.CORRECTIONS_EXHAUSTED)
+        return core.finish(result, None, FallbackReason.STEP_LIMIT)
+
+    def close(self) -> None:
+        self.transport.close()
+
+    def __enter__(self) -> "ToolLoop":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncToolLoop:
+    """The async twin of ``ToolLoop``: ``await loop.run(prompt)``; handlers run through ``Dispatcher.arun``."""
+
+    def __init__(self, provider: str, *, model: str, registry: Registry, dispatcher: Dispatcher | None = None,
+                 transport: AsyncHTTPTransport | None = None, base_url: str | None = None,
+                 api_key: str | None = None, system: str | None = None, stream: bool = True, locale: str = "en",
+                 max_steps: int = 8, retry: RetryPolicy | None = None, conversation_id: str | None = None,
+                 max_tokens: int = 1024, timeout: float | None = None,
+                 history: Iterable[Any] | None = None) -> None:
+        self.core = _Core(provider, model=model, registry=registry, dispatcher=dispatcher, system=system,
+                          stream=stream, locale=locale, max_steps=max_steps, retry=retry,
+                          conversation_id=conversation_id, max_tokens=max_tokens, history=history)
+        self.transport = transport or AsyncHTTPTransport(provider, model=model, base_url=base_url,
+                                                         api_key=api_key, stream=stream, timeout=timeout)
+
+    @property
+    def conversation_id(self) -> str:
+        return self.core.conversation_id
+
+    async def run(self, prompt: str) -> LoopResult:
+        core = self.core
+        result = core.start(prompt)
+        corrections = 0
+        for step in range(core.max_steps):
+            body = core.body()
+            attempts = 0
+
+            async def attempt() -> Turn:
+                nonlocal attempts
+                attempts += 1
+                _log.emit(_log.INFO, "loop.request", step=step, attempt=attempts, **core.log)
+                return core.checked(await self.transport.request(body))
+
+            try:
+                turn = await core.retry.acall(attempt, step=step, **core.log)
+            except ProviderError as exc:
+                return core.finish(result, None, FallbackReason.PROVIDER_FAILED, exc)
+            _log.emit(_log.INFO, "loop.turn", step=step, finish_reason=turn.raw_finish_reason,
+                      calls=len(turn.calls), **core.log)
+            if not turn.calls:
+                result.steps.append(StepRecord(turn=turn, results=[], attempts=attempts))
+                core.history.append(turn.assistant_message)
+                return core.finish(result, turn.text, None)
+            results = await core.dispatcher.arun(turn, conversation_id=core.conversation_id)
+            core.record(result, turn, results, attempts)
+            corrections, exhausted = core.after_dispatch(results, corrections)
+            if exhausted:
+                return core.finish(result, None, FallbackReason.CORRECTIONS_EXHAUSTED)
+        return core.finish(result, None, FallbackReason.STEP_LIMIT)
+
+    async def aclose(self) -> None:
+        await self.transport.aclose()
+
+    async def __aenter__(self) -> "AsyncToolLoop":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

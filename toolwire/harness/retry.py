@@ -1,0 +1,83 @@
+"""The retry policy for model requests, on tenacity.
+
+Transient failures are retried with exponential backoff and jitter, a bounded number of attempts and a total
+deadline: timeouts, connection errors, the statuses each dialect's capabilities record lists as transient
+(408, 409, 429, 5xx, 529 …), in-stream overloaded / rate-limit / server errors, and streams cut before their
+end. A server's own delay (``Retry-After``, ``retry-after-ms``, Gemini ``RetryInfo.retryDelay``) is honoured
+up to ``max_hint``; a server asking for longer is not retried. Permanent errors (400, 401, 403, 404, 422, quota
+exhausted) fail at once.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Awaitable, Callable, TypeVar
+
+import msgspec
+import tenacity
+
+from .. import _log
+from .errors import ProviderError
+
+__all__ = ["RetryPolicy"]
+
+T = TypeVar("T")
+
+
+class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True):
+    """``attempts`` in all (first try included); ``deadline`` seconds for all of them; backoff ``initial`` ×
+    2^n capped at ``max_backoff``, minus up to ``jitter`` of it at random; a server's delay up to ``max_hint``."""
+
+    attempts: int = 4
+    deadline: float = 60.0
+    initial: float = 0.5
+    max_backoff: float = 8.0
+    jitter: float = 0.25
+    max_hint: float = 60.0
+
+    def retryable(self, exc: BaseException) -> bool:
+        return (isinstance(exc, ProviderError) and exc.transient
+                and (exc.retry_after is None or exc.retry_after <= self.max_hint))
+
+    def delay(self, attempt: int, exc: BaseException | None) -> float:
+        """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
+        hint = getattr(exc, "retry_after", None)
+        if hint is not None:
+            return max(0.0, min(float(hint), self.max_hint))
+        base = min(self.max_backoff, self.initial * (2 ** (attempt - 1)))
+        return base * (1.0 - self.jitter * random.random())
+
+    def _kwargs(self, context: dict[str, Any]) -> dict[str, Any]:
+        def wait(state: tenacity.RetryCallState) -> float:
+            exc = state.outcome.exception() if state.outcome else None
+            return self.delay(state.attempt_number, exc)
+
+        def before_sleep(state: tenacity.RetryCallState) -> None:
+            exc = state.outcome.exception() if state.outcome else None
+            _log.emit(_log.INFO, "loop.retry", attempt=state.attempt_number,
+                      delay=round(state.next_action.sleep, 3) if state.next_action else None,
+                      type=getattr(exc, "type", type(exc).__name__), status=getattr(exc, "status", None),
+                      **context)
+
+        return dict(
+            stop=tenacity.stop_after_attempt(max(1, self.attempts)) | tenacity.stop_after_delay(self.deadline),
+            wait=wait,
+            retry=tenacity.retry_if_exception(self.retryable),
+            before_sleep=before_sleep,
+            reraise=True,
+        )
+
+    def call(self, fn: Callable[[], T], **context: Any) -> T:
+        """Run ``fn`` until it returns, a permanent error, or the attempts or deadline run out (the last error
+        is raised)."""
+        for attempt in tenacity.Retrying(**self._kwargs(context)):
+            with attempt:
+                return fn()
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def acall(self, fn: Callable[[], Awaitable[T]], **context: Any) -> T:
+        """The async twin of ``call``."""
+        async for attempt in tenacity.AsyncRetrying(**self._kwargs(context)):
+            with attempt:
+                return await fn()
+        raise AssertionError("unreachable")  # pragma: no cover

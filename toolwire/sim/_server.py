@@ -1,0 +1,408 @@
+"""``SimProvider``: the loopback HTTP server (standard library only) that answers in five dialects."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from ._anthropic import Anthropic
+from ._base import Dialect, Ev, Request
+from ._chat import OpenAIChat
+from ._core import ApiError, Fault, Rand, RecordedRequest, Signer, dumps
+from ._gemini import Gemini
+from ._interactions import Interactions
+from ._model import respond
+from ._responses import OpenAIResponses
+
+__all__ = ["SimProvider"]
+
+DIALECTS: tuple[Dialect, ...] = (OpenAIChat(), OpenAIResponses(), Anthropic(), Gemini(), Interactions())
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    block_on_close = False
+    request_queue_size = 64
+    sim: SimProvider
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hangs up is normal here (cut streams, abandoned reads): stay quiet about it."""
+        import sys
+
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, TimeoutError, OSError)):
+            return
+        super().handle_error(request, client_address)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "toolwire-sim/1"
+    sys_version = ""
+    server: _Server
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+        self.server.sim._handle(self)
+
+    do_GET = do_PUT = do_DELETE = do_PATCH = do_POST  # noqa: N815 - unknown routes answer 404
+
+    def log_message(self, format: str, *args: Any) -> None:  # silence the default stderr log
+        return
+
+
+class SimProvider:
+    """A simulated LLM provider: a real HTTP server on loopback that speaks the five dialects, plays the scripted
+    model of ``toolwire.sim.scenarios`` and checks requests as the real APIs do. Thread-safe.
+
+    ``gemini_ids=False`` makes Gemini function calls carry no ``id`` (older models: results pair by name and
+    order). ``seed`` makes ids, fragment sizes and socket-write grouping reproducible (request by request, in
+    arrival order). ``write_pause`` sleeps that many seconds between socket writes of a stream.
+    """
+
+    def __init__(self, *, gemini_ids: bool = True, seed: Any = None, write_pause: float = 0.0) -> None:
+        self.gemini_ids = gemini_ids
+        self.write_pause = write_pause
+        self._seed = seed
+        secret = (hashlib.sha256(f"toolwire-sim:{seed}".encode()).digest() if seed is not None
+                  else os.urandom(32))
+        self.signer = Signer(secret)
+        self._lock = threading.RLock()
+        self._plan: deque[Fault] = deque()
+        self._then: Fault | None = None
+        self._requests: list[RecordedRequest] = []
+        self._stores: dict[str, dict[str, Any]] = {"responses": {}, "interactions": {}}
+        self._registries: dict[str, dict[str, Any]] = {}
+        self._count = 0
+        self.base_url: str | None = None
+
+    # ---- public API ---------------------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def serve(self, host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
+        """Run the server on a daemon thread; yields its base URL (``http://127.0.0.1:PORT``)."""
+        server = _Server((host, port), _Handler)
+        server.sim = self
+        thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                                  name="toolwire-sim", daemon=True)
+        thread.start()
+        url = f"http://{host}:{server.server_address[1]}"
+        self.base_url = url
+        try:
+            yield url
+        finally:
+            server.shutdown()
+            server.server_close()
+            thread.join(timeout=5)
+            if self.base_url == url:
+                self.base_url = None
+
+    def plan(self, faults: Iterable[Fault], *, then: Fault | None = None) -> None:
+        """Queue ``faults`` for the next requests (one per request, in arrival order, after any still queued);
+        ``then`` (if given) applies to every request once the queue is empty."""
+        faults = list(faults)
+        for f in faults:
+            if not isinstance(f, Fault):
+                raise TypeError(f"plan() takes Fault objects, not {type(f).__name__}")
+        with self._lock:
+            self._plan.extend(faults)
+            if then is not None:
+                self._then = then
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """Every request received so far, in arrival order (a copy)."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def pending_faults(self) -> int:
+        with self._lock:
+            return len(self._plan)
+
+    def reset(self) -> None:
+        """Forget the plan, the request log, the stored responses and interactions and the replay registries."""
+        with self._lock:
+            self._plan.clear()
+            self._then = None
+            self._requests.clear()
+            for store in self._stores.values():
+                store.clear()
+            self._registries.clear()
+
+    # ---- state the dialects keep ----------------------------------------------------------------------------------
+    def _store_get(self, store: str, key: Any) -> Any:
+        with self._lock:
+            return self._stores[store].get(key) if isinstance(key, str) else None
+
+    def _store_put(self, store: str, key: str, value: Any) -> None:
+        with self._lock:
+            self._stores[store][key] = value
+
+    def _registry_get(self, name: str, key: Any) -> Any:
+        with self._lock:
+            return self._registries.get(name, {}).get(key) if isinstance(key, str) else None
+
+    def _registry_put(self, name: str, key: str, value: Any) -> None:
+        with self._lock:
+            self._registries.setdefault(name, {})[key] = value
+
+    # ---- one request --------------------------------------------------------------------------------------------
+    def _handle(self, h: _Handler) -> None:
+        h._sim_started = False  # type: ignore[attr-defined]  # one handler serves every request of a connection
+        try:
+            self._handle_one(h)
+        except Exception as exc:  # a bug or a request shape the simulator does not know: answer, don't hang up
+            if getattr(h, "_sim_started", False):
+                _drop(h)
+                return
+            with self._lock:
+                self._requests.append(RecordedRequest(None, h.command, urlsplit(h.path).path, None, 500, None,
+                                                      error=f"simulator error: {exc!r}"))
+            _send(h, 500, dumps({"error": {"message": f"toolwire.sim internal error: {exc!r}",
+                                           "type": "server_error", "param": None, "code": None}}))
+
+    def _handle_one(self, h: _Handler) -> None:
+        url = urlsplit(h.path)
+        path, query = url.path, parse_qs(url.query, keep_blank_values=True)
+        raw = _read_body(h)
+        with self._lock:
+            n = self._count
+            self._count += 1
+            fault = self._plan.popleft() if self._plan else self._then
+        rand = Rand(f"{self._seed}:{n}" if self._seed is not None else None)
+        dialect, route = None, None
+        for d in DIALECTS:
+            route = d.route(h.command, path)
+            if route is not None:
+                dialect = d
+                break
+        body: Any = None
+        parse_error: Exception | None = None
+        if raw:
+            try:
+                body = json.loads(raw)
+            except ValueError as exc:
+                parse_error = exc
+        else:
+            parse_error = ValueError("the request body is empty")
+        req = Request(sim=self, rand=rand, method=h.command, path=path, query=query, headers=h.headers, body=body,
+                      route=route or {})
+
+        def record(status: int, error: str | None = None) -> None:
+            headers = {k.lower(): v for k, v in h.headers.items()
+                       if k.lower() not in ("authorization", "x-api-key", "x-goog-api-key")}
+            with self._lock:
+                self._requests.append(RecordedRequest(dialect.name if dialect else None, h.command, path, body,
+                                                      status, fault, url.query, headers, error))
+
+        if dialect is None:
+            record(404, "no such endpoint")
+            _send(h, 404, dumps({"error": {"code": 404, "message": f"Not found: {h.command} {path}",
+                                           "status": "NOT_FOUND"}}))
+            return
+        if fault is not None and fault.kind == "slow_first_byte":
+            time.sleep(fault.seconds)
+        headers = dialect.response_headers(req)
+        try:
+            if not dialect.authorized(req):
+                status, err_body = dialect.auth_error(req)
+                record(status, "missing API key")
+                _send(h, status, dumps(err_body), headers=headers)
+                return
+            if fault is not None and fault.kind == "status":
+                self._send_status(h, dialect, req, fault, record, headers)
+                return
+            dialect.preflight(req)
+            if parse_error is not None:
+                raise dialect.bad_json(req, parse_error)
+            conv = dialect.read(req)
+        except ApiError as err:
+            record(err.status, err.message)
+            _send(h, err.status, dumps(dialect.error_body(err, req)), headers=headers)
+            return
+        reply = respond(conv)
+        kind = fault.kind if fault is not None else "ok"
+        if kind == "in_stream_error" and not req.stream:
+            status, err_body = dialect.in_stream_error_status(fault.error_kind, req)
+            dialect.finish(reply, req, outcome="failed")
+            record(status, "planned in-stream error (non-streaming request)")
+            _send(h, status, dumps(err_body), headers=headers)
+            return
+        max_tokens = kind == "max_tokens"
+        outcome = "max_tokens" if max_tokens else "failed" if kind in ("cut", "in_stream_error") else "ok"
+        if req.stream:
+            evs = dialect.events(reply, req, max_tokens=max_tokens)
+            if kind == "in_stream_error":
+                keep = _midpoint(evs)
+                evs = evs[:keep] + [Ev(b) for b in dialect.stream_error(fault.error_kind, req, keep)]
+            dialect.finish(reply, req, outcome=outcome)  # before the last byte: the client may ask again at once
+            record(200)
+            self._write_stream(h, dialect.content_type(req), headers, evs, rand,
+                               fault.at if kind == "cut" else None)
+        else:
+            whole = dialect.whole(reply, req, max_tokens=max_tokens)
+            data = dumps(whole, indent=2 if dialect.name == "gemini" else None)
+            dialect.finish(reply, req, outcome=outcome)
+            record(200)
+            cut = None if kind != "cut" else max(1, min(len(data) - 1, int(len(data) * fault.at)))
+            _send(h, 200, data, headers=headers, cut=cut)
+
+    def _send_status(self, h: _Handler, dialect: Dialect, req: Request, fault: Fault, record: Any,
+                     headers: dict[str, str]) -> None:
+        code = fault.code or 500
+        if fault.body is None:
+            data = dumps(dialect.status_body(fault, req))
+        elif isinstance(fault.body, bytes):
+            data = fault.body
+        elif isinstance(fault.body, str):
+            data = fault.body.encode()
+        else:
+            data = dumps(fault.body)
+        headers = dict(headers)
+        if fault.retry_after is not None:
+            headers["retry-after"] = f"{fault.retry_after:g}"
+        if fault.retry_after_ms is not None:
+            headers["retry-after-ms"] = f"{fault.retry_after_ms:g}"
+        record(code, f"planned status {code}")
+        _send(h, code, data, headers=headers)
+
+    def _write_stream(self, h: _Handler, ctype: str, headers: dict[str, str], evs: list[Ev], rand: Rand,
+                      cut_at: float | None) -> None:
+        limit = None
+        if cut_at is not None:
+            offsets, pos = [], 0
+            for ev in evs:
+                offsets.append(pos)
+                pos += len(ev.data)
+            content = [i for i, ev in enumerate(evs) if ev.content]
+            if content:
+                start, end = offsets[content[0]], offsets[content[-1]] + len(evs[content[-1]].data)
+            else:
+                start, end = 0, pos
+            limit = max(1, min(pos - 1, start + int((end - start) * cut_at)))
+        h._sim_started = True  # type: ignore[attr-defined]
+        try:
+            h.send_response(200)
+            h.send_header("Content-Type", ctype)
+            h.send_header("Transfer-Encoding", "chunked")
+            h.send_header("Cache-Control", "no-cache")
+            for k, v in headers.items():
+                h.send_header(k, v)
+            h.end_headers()
+            h.wfile.flush()
+            sent = 0
+            for piece in _write_plan(evs, rand):
+                if limit is not None and sent + len(piece) >= limit:
+                    piece = piece[:limit - sent]
+                    if piece:
+                        _chunk(h, piece)
+                    _drop(h)
+                    return
+                _chunk(h, piece)
+                sent += len(piece)
+                if self.write_pause:
+                    time.sleep(self.write_pause)
+            h.wfile.write(b"0\r\n\r\n")
+            h.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
+            h.close_connection = True
+
+
+# ---- HTTP plumbing ------------------------------------------------------------------------------------------------
+
+
+def _read_body(h: BaseHTTPRequestHandler) -> bytes:
+    if "chunked" in (h.headers.get("Transfer-Encoding") or "").lower():
+        out = bytearray()
+        while True:
+            line = h.rfile.readline()
+            size = int(line.split(b";")[0].strip() or b"0", 16)
+            if size == 0:
+                while h.rfile.readline() not in (b"\r\n", b"\n", b""):
+                    pass
+                return bytes(out)
+            out += h.rfile.read(size)
+            h.rfile.readline()
+    length = int(h.headers.get("Content-Length") or 0)
+    return h.rfile.read(length) if length > 0 else b""
+
+
+def _send(h: BaseHTTPRequestHandler, status: int, data: bytes, *, headers: dict[str, str] | None = None,
+          ctype: str = "application/json", cut: int | None = None) -> None:
+    h._sim_started = True  # type: ignore[attr-defined]
+    try:
+        h.send_response(status)
+        h.send_header("Content-Type", ctype)
+        h.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            h.send_header(k, v)
+        h.end_headers()
+        if cut is not None:
+            h.wfile.write(data[:cut])
+            _drop(h)
+            return
+        h.wfile.write(data)
+        h.wfile.flush()
+    except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
+        h.close_connection = True
+
+
+def _chunk(h: BaseHTTPRequestHandler, data: bytes) -> None:
+    h.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+    h.wfile.flush()
+
+
+def _drop(h: BaseHTTPRequestHandler) -> None:
+    """Close the connection now, mid-body."""
+    h.close_connection = True
+    try:
+        h.wfile.flush()
+    except OSError:
+        pass
+    try:
+        h.connection.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
+def _midpoint(evs: list[Ev]) -> int:
+    """How many events to keep before an in-stream error: about half of the content events."""
+    content = [i for i, ev in enumerate(evs) if ev.content]
+    if len(content) >= 2:
+        return content[len(content) // 2]
+    if content:
+        return content[0] + 1
+    return max(1, len(evs) // 2)
+
+
+def _write_plan(evs: list[Ev], rand: Rand) -> list[bytes]:
+    """Socket writes for ``evs``: sometimes several events in one write, sometimes one event over several writes.
+    The first event is always split and the last two always share a write, so both happen in every stream."""
+    rng = rand.rng
+    data = b"".join(e.data for e in evs)
+    cuts: set[int] = set()
+    pos = 0
+    for k, ev in enumerate(evs):
+        start, pos = pos, pos + len(ev.data)
+        if k == len(evs) - 1:
+            break
+        if k < len(evs) - 2 and rng.random() >= 0.35:
+            cuts.add(pos)  # an event boundary kept as a write boundary
+        if (k == 0 or rng.random() < 0.25) and len(ev.data) > 4:
+            cuts.update(rng.sample(range(start + 1, pos), min(len(ev.data) - 1, rng.randint(1, 3))))
+    out, prev = [], 0
+    for c in sorted(cuts):
+        out.append(data[prev:c])
+        prev = c
+    out.append(data[prev:])
+    return out
