@@ -1,7 +1,7 @@
 """encode_results and history_messages for all five dialects: every result kind, call order, pairing by
 local_id, the replay of the assistant message, and conformance to the official SDKs' request types.
 
-Conformance is checked twice: with pydantic ``TypeAdapter`` over the SDK's param type (as the brief asks), and
+Conformance is checked twice: with pydantic ``TypeAdapter`` over the SDK's param type (as the issue asks), and
 with ``sdk_problems`` below, a strict walk of the same type hints that also fails on keys the TypedDict does not
 declare (pydantic ignores unknown TypedDict keys, and validates ``Iterable`` fields lazily, so a misspelt field
 name would pass it). Gemini contents go through ``google.genai.types.Content.model_validate_json`` on the
