@@ -280,16 +280,19 @@ class Bench:
         if "openai-chat" not in toolwire.PROVIDERS:
             print("memory: not measured (openai-chat not available)")
             return
-        m = memory.many_calls(cfg.memory_stream, big_call=cfg.memory_big_call)
-        self.memory["many_calls"] = m
-        mode = "keep_calls=False" if m["keep_calls"] is False else "default mode, no keep_calls yet"
-        print(f"memory: {_size(m['stream_bytes'])} openai-chat stream of {m['calls']} calls ({mode}), largest call "
-              f"{_size(m['largest_call_bytes'])}: peak {m['peak_bytes'] / MiB:.1f} MiB traced "
-              f"(stream generator alone {m['generator_peak_bytes'] / MiB:.1f} MiB) = "
-              f"{m['peak_over_largest_call']:.1f}x the largest call"
-              + ("" if m["ok"] else f"  [wrong: {m['completed_events']} completed of {m['calls']}, error {m['error']}]"))
-        if not m["ok"]:
-            self.problems.append("memory/many_calls: toolwire did not complete every call")
+        for dialect in ("anthropic", "openai-chat"):
+            m = memory.many_calls(cfg.memory_stream, big_call=cfg.memory_big_call, dialect=dialect)
+            self.memory[f"many_calls/{dialect}"] = m
+            mode = "keep_calls=False" if m["keep_calls"] is False else "default mode, no keep_calls yet"
+            note = "" if dialect == "anthropic" else " (Chat holds every call until finish_reason)"
+            print(f"memory: {_size(m['stream_bytes'])} {dialect} stream of {m['calls']} calls ({mode}), largest "
+                  f"call {_size(m['largest_call_bytes'])}: peak {m['peak_bytes'] / MiB:.1f} MiB traced "
+                  f"(stream generator alone {m['generator_peak_bytes'] / MiB:.1f} MiB) = "
+                  f"{m['peak_over_largest_call']:.1f}x the largest call{note}"
+                  + ("" if m["ok"] else f"  [wrong: {m['completed_events']} completed of {m['calls']}, "
+                                        f"error {m['error']}]"))
+            if not m["ok"]:
+                self.problems.append(f"memory/many_calls/{dialect}: toolwire did not complete every call")
         n = memory.no_boundary(100 * MiB)
         self.memory["no_boundary"] = n
         if n["ok"]:

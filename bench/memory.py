@@ -1,8 +1,10 @@
 """Memory, measured with tracemalloc in its own step (after the timing races, whose data has been freed).
 
-* ``many_calls``: an OpenAI Chat stream of ``total`` bytes made of many small calls and one larger call,
-  generated lazily in 1 to 4 KiB chunks and fed to ``StreamParser("openai-chat")`` (with ``keep_calls=False``
-  when toolwire has that keyword). Reports the peak of traced memory, the peak of the generator alone (run
+* ``many_calls``: an Anthropic (default) or OpenAI Chat stream of ``total`` bytes made of many small calls and
+  one larger call, generated lazily in 1 to 4 KiB chunks and fed to ``StreamParser`` with ``keep_calls=False``.
+  Anthropic calls end at their own ``content_block_stop``, so streaming mode can forget each one as it ends;
+  Chat calls all end at the choice's ``finish_reason``, so Chat necessarily holds every call until then (its
+  figure is printed for comparison, not judged against the target). Reports the peak of traced memory, the peak of the generator alone (run
   separately: its share of the first figure) and the largest call's argument size.
 * ``no_boundary``: ``data: `` followed by endless bytes, fed in 64 KiB chunks up to ``total`` bytes: toolwire
   must stop at its framing cap with ``FramingError``; reports where it stopped and the peak.
@@ -17,7 +19,7 @@ from typing import Any
 
 import toolwire
 
-from .workloads import ChatManyCalls
+from .workloads import AnthropicManyCalls, ChatManyCalls
 
 __all__ = ["many_calls", "no_boundary", "has_keep_calls"]
 
@@ -43,9 +45,10 @@ def _traced(fn: Any) -> tuple[Any, int]:
     return result, peak
 
 
-def many_calls(total: int, *, big_call: int = 256 * 1024) -> dict[str, Any]:
+def many_calls(total: int, *, big_call: int = 256 * 1024, dialect: str = "anthropic") -> dict[str, Any]:
     keep = has_keep_calls()
-    stream = ChatManyCalls(total, big_call=big_call)  # argument texts made here, before tracing
+    cls = AnthropicManyCalls if dialect == "anthropic" else ChatManyCalls
+    stream = cls(total, big_call=big_call)  # argument texts made here, before tracing
 
     def generator_only() -> dict[str, int]:
         for _ in stream.chunks():
@@ -56,7 +59,7 @@ def many_calls(total: int, *, big_call: int = 256 * 1024) -> dict[str, Any]:
         chunks = stream.chunks()
         info = stream.info
         kw = {"keep_calls": False} if keep else {}
-        parser = toolwire.StreamParser("openai-chat", format="sse", **kw)
+        parser = toolwire.StreamParser(stream.dialect, format="sse", **kw)
         completed = 0
         for chunk in chunks:
             for ev in parser.feed(chunk):
@@ -73,7 +76,7 @@ def many_calls(total: int, *, big_call: int = 256 * 1024) -> dict[str, Any]:
     gen_info, gen_peak = _traced(generator_only)
     res, peak = _traced(parse)
     info = res["info"]
-    return {"keep_calls": False if keep else "default (no keep_calls keyword yet)",
+    return {"dialect": stream.dialect, "keep_calls": False if keep else "default (no keep_calls keyword yet)",
             "stream_bytes": info["bytes"], "calls": info["calls"], "largest_call_bytes": info["largest"],
             "peak_bytes": peak, "generator_peak_bytes": gen_peak,
             "peak_over_largest_call": round(peak / max(1, info["largest"]), 2),

@@ -4,7 +4,9 @@ Every contestant of a race runs over the same chunks in the same process; the re
 runs every contestant once, in an order rotated by r) so that noise on a shared machine hits all of them alike.
 A run that exceeds ``timeout`` seconds is stopped (SIGALRM) and counts as "more than ``timeout``"; a
 contestant whose runs add up to more than ``budget`` seconds is not repeated further (quadratic peers would
-otherwise take the whole bench). Before each run, ``gc.collect()`` clears what the previous run left; the objects
+otherwise take the whole bench). A contestant faster than ``MIN_SAMPLE`` is run several times per sample (the
+count fixed after its warm-up run) and its sample divided by that count, so timer and cache noise do not
+dominate tiny workloads. Before each sample, ``gc.collect()`` clears what the previous run left; the objects
 alive when a race starts are frozen (``gc.freeze()``), so that collection is cheap and the same for everyone.
 """
 
@@ -18,7 +20,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-__all__ = ["Outcome", "race"]
+__all__ = ["Outcome", "race", "MIN_SAMPLE"]
+
+#: shortest sample: runs below it are repeated inside one sample and reported per run
+MIN_SAMPLE = 0.005
 
 
 class _Timeout(BaseException):
@@ -103,10 +108,14 @@ def race(contestants: dict[str, Callable[[], Any]], *, repeats: int, timeout: fl
     # moved to the permanent generation, so the collection before each run only scans what runs left behind.
     gc.collect()
     gc.freeze()
+    inner = {n: 1 for n in names}
     if warmup:  # imports, lazily built validators, caches: not what is being measured
         for n in names:
             try:
-                _, res = _timed(contestants[n], limit(timeout, n))
+                first, res = _timed(contestants[n], limit(timeout, n))
+                # a run shorter than the timer and cache noise is repeated within one sample (like timeit's
+                # autorange): each sample is then at least MIN_SAMPLE seconds, reported per run
+                inner[n] = max(1, min(1000, int(MIN_SAMPLE / max(first, 1e-7))))
                 out[n].result, out[n].has_result = res, True
             except _Timeout:
                 _disarm()
@@ -123,8 +132,12 @@ def race(contestants: dict[str, Callable[[], Any]], *, repeats: int, timeout: fl
                 continue
             o = out[n]
             gc.collect()
+            fn = contestants[n]
+            k_runs = inner[n]
+            run = fn if k_runs == 1 else (lambda fn=fn, k_runs=k_runs: [fn() for _ in range(k_runs)][-1])
             try:
-                elapsed, res = _timed(contestants[n], limit(timeout, n))
+                elapsed, res = _timed(run, limit(timeout, n) * k_runs)
+                elapsed /= k_runs
             except _Timeout:
                 _disarm()
                 if not o.samples:

@@ -398,6 +398,8 @@ class ChatManyCalls:
     outside any measurement) and reused, so the generator itself holds little more than one chunk.
     ``info`` is filled in while the stream is generated: calls, largest (argument bytes), bytes."""
 
+    dialect = "openai-chat"
+
     def __init__(self, total_bytes: int, *, seed: int = 99, big_call: int = 256 * 1024,
                  lo: int = 1024, hi: int = 4096) -> None:
         rng = random.Random(seed)
@@ -420,7 +422,23 @@ class ChatManyCalls:
         total = self.total
         small = itertools.cycle(self.small)
 
-        def messages() -> Iterator[bytes]:
+        messages = self._messages(info, sizes, ob, head, total, small)
+        pending = bytearray()
+        hi = self.hi
+        for msg in messages:
+            pending += msg
+            info["bytes"] += len(msg)
+            while len(pending) >= hi:
+                n = next(csize)
+                yield bytes(pending[:n])
+                del pending[:n]
+        while pending:
+            n = next(csize)
+            yield bytes(pending[:n])
+            del pending[:n]
+
+    def _messages(self, info: dict, sizes: Any, ob: Any, head: bytes, total: int, small: Any) -> Iterator[bytes]:
+        if True:
             big_done = False
             k = 0
             yield head + b'[{"index":0,"delta":{"role":"assistant","content":null},"finish_reason":null}]}\n\n'
@@ -443,16 +461,34 @@ class ChatManyCalls:
             yield head + b'[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}\n\n'
             yield b"data: [DONE]\n\n"
 
-        pending = bytearray()
-        hi = self.hi
-        for msg in messages():
-            pending += msg
-            info["bytes"] += len(msg)
-            while len(pending) >= hi:
-                n = next(csize)
-                yield bytes(pending[:n])
-                del pending[:n]
-        while pending:
-            n = next(csize)
-            yield bytes(pending[:n])
-            del pending[:n]
+
+class AnthropicManyCalls(ChatManyCalls):
+    """The same stream shape as an Anthropic Messages stream: one tool_use block per call, each closed by its
+    content_block_stop (so each call ends, and may be forgotten, long before the stream does)."""
+
+    dialect = "anthropic"
+
+    def _messages(self, info: dict, sizes: Any, ob: Any, head: bytes, total: int, small: Any) -> Iterator[bytes]:
+        big_done = False
+        k = 0
+        yield (b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_BENCH","type":"message",'
+               b'"role":"assistant","content":[],"model":"claude-sonnet-4-5","stop_reason":null,'
+               b'"usage":{"input_tokens":10,"output_tokens":1}}}\n\n')
+        while info["bytes"] < total:
+            if not big_done and info["bytes"] >= total // 2:
+                big_done = True
+                name, text = self.big
+            else:
+                name, text = next(small)
+            info["largest"] = max(info["largest"], len(text.encode()))
+            yield (b'event: content_block_start\ndata: {"type":"content_block_start","index":%d,"content_block":'
+                   b'{"type":"tool_use","id":"toolu_%08d","name":"%s","input":{}}}\n\n' % (k, k, name.encode()))
+            for frag in _ifragments(text, sizes):
+                yield (b'event: content_block_delta\ndata: {"type":"content_block_delta","index":%d,"delta":'
+                       b'{"type":"input_json_delta","partial_json":%s}}\n\n' % (k, _enc(frag)))
+            yield b'event: content_block_stop\ndata: {"type":"content_block_stop","index":%d}\n\n' % k
+            info["calls"] += 1
+            k += 1
+        yield (b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"tool_use"},'
+               b'"usage":{"output_tokens":100}}\n\n')
+        yield b'event: message_stop\ndata: {"type":"message_stop"}\n\n'

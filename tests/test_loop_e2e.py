@@ -243,3 +243,24 @@ def test_locales_and_unknown_locale():
     assert fallback_message(FallbackReason.PROVIDER_FAILED, "pt").startswith("Não consegui")
     with pytest.raises(toolwire.UsageError):
         fallback_message(FallbackReason.PROVIDER_FAILED, "fr")
+
+
+def test_a_resumed_broken_history_is_repaired_before_it_is_sent(sim, tmp_path):
+    """A stored Chat history whose call lost its tool message is repaired (the provider would answer 400)."""
+    broken = [
+        {"role": "user", "content": SCENARIOS["height"].prompts["en"]},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_old", "type": "function", "function": {"name": "lookup_demo_value",
+                                                                "arguments": '{"key": "hei'}}]},
+    ]
+    sim.reset()
+    world = DemoWorld()
+    registry = world.registry()
+    loop = ToolLoop("openai-chat", model=MODEL, registry=registry, base_url=sim.base_url, api_key="k",
+                    retry=FAST, history=broken)
+    with loop:
+        result = loop.run(SCENARIOS["height"].prompts["en"])
+    assert not result.fallback and "170 cm" in result.answer
+    sent = sim.requests[0].body["messages"]
+    assert sent[2]["role"] == "tool" and sent[2]["tool_call_id"] == "call_old"
+    assert json.loads(sent[1]["tool_calls"][0]["function"]["arguments"]) == {"_invalid_arguments": '{"key": "hei'}

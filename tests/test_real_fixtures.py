@@ -81,3 +81,17 @@ def test_cli_prints_the_contract_json_for_a_recording(entry):
     assert set(doc) >= {"provider", "finish_reason", "error", "calls", "server_calls"}
     assert [(c["call_id"], c["name"], c["args"]) for c in doc["calls"]] == [
         (c["call_id"], c["name"], c.get("args")) for c in entry["calls"]]
+
+
+@pytest.mark.parametrize("entry", CASES, ids=_id)
+def test_cli_parse_prints_the_contract_for_every_recording(entry, capsys):
+    """toolwire parse (run in-process) prints the contract document for every recording and exits 0."""
+    from toolwire.cli import main
+
+    code = main(["parse", "--provider", entry["provider"], "--format", entry["format"], str(REAL / entry["file"])])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert doc["provider"] == entry["provider"]
+    assert [(c["call_id"], c["name"], c["args"]) for c in doc["calls"]] == [
+        (c["call_id"], c["name"], c.get("args")) for c in entry["calls"]]
+    assert [c["name"] for c in doc["server_calls"]] == [s["name"] for s in entry["server_calls"]]

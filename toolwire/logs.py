@@ -128,6 +128,9 @@ CATALOGUE: dict[str, EventSpec] = {
     "loop.fallback": _spec(
         "warning", "conversation_id provider error_type reason status",
         "the user gets the localized fallback message (why, and the technical cause)"),
+    "loop.history_repaired": _spec(
+        "warning", "actions conversation_id provider",
+        "a history passed in to resume a conversation had to be repaired (the kinds of what changed)"),
 }
 
 _SECRET_KEYS = frozenset({"api_key", "authorization", "x-api-key", "x-goog-api-key", "proxy-authorization",

@@ -109,6 +109,15 @@ class _Core:
         self.max_tokens = max_tokens
         self.tools_fragment = declare(provider, list(registry)).fragment if len(registry) else None
         self.history: list[Any] = list(history or [])
+        if self.history and provider != "gemini-interactions":
+            # a stored conversation may come from anywhere: every call gets exactly one result, in the
+            # provider's order, and malformed arguments a form the provider accepts, before it is sent again
+            from ..history import repair_history
+
+            self.history, report = repair_history(provider, self.history)
+            if report.changed:
+                _log.emit(_log.WARNING, "loop.history_repaired", conversation_id=self.conversation_id,
+                          provider=provider, actions=[a.kind.value for a in report.actions])
         self.previous_id: str | None = None  # Interactions keep the conversation server-side
         self.log = {"conversation_id": self.conversation_id, "provider": provider}
 

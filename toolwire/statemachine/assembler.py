@@ -332,9 +332,16 @@ class Assembler:
 
     # ---- events and the Turn -------------------------------------------------------------------------
     def take_events(self) -> list[Event]:
+        compact = not self.recover_resends
         for rec in self._open.values():
-            if rec.state is _ACC and len(rec.frags) > rec.emitted:
+            start = rec.emitted
+            if rec.state is _ACC and len(rec.frags) > start:
                 self._flush_args(rec)
+                if compact and len(rec.frags) - start > 1:
+                    # the fragments of this feed become one string: a few-byte fragment costs ~50 bytes as its
+                    # own object. (Chat keeps its fragments: recovering a resend needs their boundaries.)
+                    rec.frags[start:] = [self.events[-1].text]
+                    rec.emitted = len(rec.frags)
         for idx, st in self.choices.items():
             if len(st.text) > st.emitted:
                 text = "".join(st.text[st.emitted:])
