@@ -36,6 +36,10 @@ DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 
 _BOM = b"\xef\xbb\xbf"
 
+#: event names seen, decoded once (providers use a handful)
+_EVENT_NAMES: dict[bytes, str | None] = {}
+_MISSING = object()
+
 
 class SSEMessage(msgspec.Struct, gc=False):
     """One dispatched Server-Sent Event.
@@ -65,23 +69,22 @@ class SSEDecoder:
     closing blank line never came, its last line included even without a line end (recorded bodies often end
     that way; a payload cut inside that line does not decode, so it is never mistaken for a whole one).
     Raises ``FramingError`` when one pending message exceeds ``max_message_bytes``.
+
+    Bytes are held until a blank line completes a message; the messages of a chunk are then cut out with one
+    ``split`` and the usual shapes (``data: …`` and ``event: …\\ndata: …``) read without a loop over their
+    lines. Pending pieces are joined once, when their message completes, so the cost stays linear.
     """
 
-    __slots__ = ("_buf", "_max", "_started", "_skip_lf", "_data", "_event", "_id", "_retry", "_pending", "_dropped",
-                 "_parts", "_plen")
+    __slots__ = ("_max", "_started", "_skip_lf", "_id", "_dropped", "_parts", "_plen", "_head")
 
     def __init__(self, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
         self._max = max_message_bytes
-        self._buf = b""  # bytes after the last complete line
-        self._parts: list[bytes] = []  # later pieces of that unfinished line
+        self._parts: list[bytes] = []  # bytes after the last blank line (an unfinished message)
         self._plen = 0
-        self._started = False  # BOM check done
+        self._head = b""  # the first bytes, until the BOM check is done
+        self._started = False
         self._skip_lf = False  # the previous chunk ended with CR: a leading LF belongs to it
-        self._data: list[bytes] = []
-        self._event: str | None = None
-        self._id: str | None = None
-        self._retry: int | None = None
-        self._pending = 0  # bytes held for the message being built
+        self._id: str | None = None  # the last event id persists across messages, as the standard says
         self._dropped = False
 
     @property
@@ -92,7 +95,7 @@ class SSEDecoder:
     @property
     def has_pending(self) -> bool:
         """True when bytes of an unfinished message are held."""
-        return bool(self._buf or self._parts or self._data or self._event is not None)
+        return any(p.strip(b"\n") for p in self._parts)
 
     def feed(self, chunk: bytes) -> list[SSEMessage]:
         if not chunk:
@@ -108,51 +111,83 @@ class SSEDecoder:
                 self._skip_lf = True
             chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         if not self._started:
-            buf = self._buf + chunk
-            if len(buf) < 3 and _BOM.startswith(buf):
-                self._buf = buf
+            chunk = self._head + chunk
+            if len(chunk) < 3 and _BOM.startswith(chunk):
+                self._head = chunk
                 return []
+            self._head = b""
             self._started = True
-            self._buf = b""
-            chunk = buf[3:] if buf.startswith(_BOM) else buf
-        end = chunk.rfind(b"\n")
-        if end < 0:
-            # no line end yet: keep the pieces, join them once when the line completes (linear, not quadratic)
-            self._parts.append(chunk)
-            self._plen += len(chunk)
-            if self._plen + len(self._buf) + self._pending > self._max:
-                raise _too_big("SSE message", self._plen + len(self._buf) + self._pending, self._max, chunk)
-            return []
-        if self._parts:
-            buf = b"".join([self._buf, *self._parts, chunk])
-            end += len(buf) - len(chunk)
-            self._parts = []
-            self._plen = 0
-        elif self._buf:
-            end += len(self._buf)
-            buf = self._buf + chunk
+            if chunk.startswith(_BOM):
+                chunk = chunk[3:]
+                if not chunk:
+                    return []
+        parts = self._parts
+        k = chunk.rfind(b"\n\n")
+        if k < 0:
+            if chunk[:1] == b"\n" and parts and parts[-1][-1:] == b"\n":
+                k = -1  # the blank line straddles the chunks
+            else:
+                parts.append(chunk)
+                self._plen += len(chunk)
+                if self._plen > self._max:
+                    raise _too_big("SSE message", self._plen, self._max, chunk[:200])
+                return []
+        cut = k + 2
+        if parts:
+            parts.append(chunk[:cut])
+            complete = b"".join(parts)
         else:
-            buf = chunk
-        self._buf = buf[end + 1:]
+            complete = chunk[:cut] if cut < len(chunk) else chunk
+        rest = chunk[cut:]
+        self._parts = [rest] if rest else []
+        self._plen = len(rest)
+        if self._plen > self._max:
+            raise _too_big("SSE message", self._plen, self._max, rest[:200])
+        return self._messages(complete.split(b"\n\n"), complete=True)
+
+    def _messages(self, texts: list[bytes], *, complete: bool) -> list[SSEMessage]:
+        """The messages of ``texts`` (each the lines of one message, without its blank line). With
+        ``complete``, the last element is what follows the last blank line (empty) and is skipped."""
         out: list[SSEMessage] = []
-        lines = buf[:end].split(b"\n")
-        data = self._data
-        for line in lines:
-            if not line:
-                if data:
-                    out.append(SSEMessage(b"\n".join(data), self._event, self._id, self._retry))
-                    data = self._data = []
-                self._event = self._retry = None  # the last event id persists, as the standard says
-                self._pending = 0
-                continue
-            first = line[0]
-            if first == 100 and line[:6] == b"data: ":  # 'd': the hot path
-                data.append(line[6:])
-                self._pending += len(line)
-                if self._pending > self._max:
-                    raise _too_big("SSE message", self._pending, self._max, line)
-                continue
-            if first == 58:  # ':' comment
+        cache = _EVENT_NAMES
+        limit = self._max
+        if complete:
+            texts = texts[:-1]
+        for msg in texts:
+            if msg[:1] == b"\n":
+                msg = msg.lstrip(b"\n")  # extra blank lines dispatch nothing
+                if not msg:
+                    continue
+            if len(msg) > limit:
+                raise _too_big("SSE message", len(msg), limit, msg[:200])
+            head = msg[:1]
+            if head == b"d":
+                if msg[:6] == b"data: " and b"\n" not in msg:
+                    out.append(SSEMessage(msg[6:], None, self._id))
+                    continue
+            elif head == b"e" and msg[:7] == b"event: ":
+                nl = msg.find(b"\n")
+                if nl > 0 and msg[nl + 1:nl + 7] == b"data: " and msg.find(b"\n", nl + 1) < 0:
+                    name = msg[7:nl]
+                    event = cache.get(name, _MISSING)
+                    if event is _MISSING:
+                        event = name.decode("utf-8", "replace") or None
+                        if len(cache) < 256:
+                            cache[name] = event
+                    out.append(SSEMessage(msg[nl + 7:], event, self._id))
+                    continue
+            message = self._general(msg)
+            if message is not None:
+                out.append(message)
+        return out
+
+    def _general(self, msg: bytes) -> SSEMessage | None:
+        """Any message, line by line, by the standard's rules."""
+        data: list[bytes] = []
+        event: str | None = None
+        retry: int | None = None
+        for line in msg.split(b"\n"):
+            if not line or line[:1] == b":":  # a comment
                 continue
             colon = line.find(b":")
             if colon < 0:
@@ -162,40 +197,28 @@ class SSEDecoder:
                 value = line[colon + 2:] if line[colon + 1:colon + 2] == b" " else line[colon + 1:]
             if field == b"data":
                 data.append(value)
-                self._pending += len(line)
-                if self._pending > self._max:
-                    raise _too_big("SSE message", self._pending, self._max, line)
             elif field == b"event":
-                self._event = value.decode("utf-8", "replace") or None  # empty: the default type
+                event = value.decode("utf-8", "replace") or None  # empty: the default type
             elif field == b"id":
                 if b"\x00" not in value:
                     self._id = value.decode("utf-8", "replace")
             elif field == b"retry":
                 if value.isdigit():
-                    self._retry = int(value)
+                    retry = int(value)
             # other fields are ignored, as the standard says
-        if self._pending + len(self._buf) > self._max:
-            raise _too_big("SSE message", self._pending + len(self._buf), self._max, self._buf or b"".join(data[-1:]))
-        return out
+        if not data:
+            return None  # a message without data lines is not dispatched
+        return SSEMessage(b"\n".join(data), event, self._id, retry)
 
     def close(self) -> list[SSEMessage]:
-        out: list[SSEMessage] = []
-        if self._parts:
-            self._buf = b"".join([self._buf, *self._parts])
-            self._parts = []
-            self._plen = 0
-        if self._buf:
-            # a last line without its line end: taken as a line (recorded servers often omit the final
-            # newline); a payload cut inside it fails to decode downstream, so nothing cut is ever accepted
-            self._dropped = True
-            self._buf, line = b"", self._buf
-            out.extend(self.feed(line + b"\n"))
-        if self._data:
-            out.append(SSEMessage(b"\n".join(self._data), self._event, self._id, self._retry))
-        self._data = []
-        self._event = self._retry = None
-        self._pending = 0
-        return out
+        rest = b"".join(self._parts)
+        self._parts = []
+        self._plen = 0
+        if not rest:
+            return []
+        if rest[-1:] != b"\n":
+            self._dropped = True  # a last line without its line end: taken as a line
+        return self._messages([rest.rstrip(b"\n")], complete=False)
 
 
 class JSONLinesDecoder:
