@@ -5,14 +5,12 @@ from __future__ import annotations
 import ast
 import io
 import json
-import logging
 import os
 import shutil
 import subprocess
 import sys
 
 import pytest
-import structlog
 from structlog.testing import capture_logs
 
 import toolwire

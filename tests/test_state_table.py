@@ -13,7 +13,7 @@ import weakref
 import pytest
 import transitions
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 import toolwire
 from toolwire.statemachine.call import CallRecord, Step

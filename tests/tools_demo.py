@@ -15,18 +15,13 @@ from __future__ import annotations
 
 import os
 import signal
-import sqlite3
-import threading
-import time
-from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Any
 
-import msgspec
 import pytest
 
 import toolwire
-from toolwire.harness.demo_tools import FOODS, CatalogueUnavailable, DemoWorld, EffectLog, StoreUnavailable
-from toolwire.registry import Dispatcher, Registry, SQLiteLedger, Tool
+from toolwire.harness.demo_tools import CatalogueUnavailable, DemoWorld, EffectLog, StoreUnavailable
+from toolwire.registry import Dispatcher, SQLiteLedger
 
 from .wire import anthropic_events, chunk, sse, tc
 

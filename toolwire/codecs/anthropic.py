@@ -379,11 +379,7 @@ class AnthropicCodec(Codec):
             asm.protocol_error(f"second content_block_stop for block {index}")
             return
         blk.stopped = True
-        rec = blk.rec
-        if rec is not None and rec.is_open:
-            if rec.frags and rec.initial is not None:
-                rec.initial = None  # deltas replace the placeholder input, as the SDK does
-            asm.complete(rec)
+        asm.terminate(blk.rec)  # deltas replace the placeholder input, as the SDK does
         if not asm.keep_calls:
             # streaming mode: nothing is kept for replay; only the last block is remembered (a max_tokens
             # finish truncates it), so memory stays bounded by the blocks still open

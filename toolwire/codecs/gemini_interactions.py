@@ -509,14 +509,7 @@ class GeminiInteractionsCodec(Codec):
             asm.protocol_error(f"second stop of step {index}")
             return
         st.stopped = True
-        rec = st.rec
-        if rec is not None and rec.is_open:
-            if rec.frags and rec.initial is not None:
-                rec.initial = None  # deltas replace the arguments given on the start
-            if rec.name is None and not rec.server:
-                asm.fail(rec, ProblemCode.MISSING_NAME, "the function call has no name")
-            else:
-                asm.complete(rec)
+        asm.terminate(st.rec)  # deltas replace the arguments given on the start
 
     def on_close(self) -> None:
         asm = self.asm

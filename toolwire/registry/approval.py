@@ -24,8 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import msgspec
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..types import Turn
-    from .tool import Tool
+    pass
 
 __all__ = [
     "Decision",

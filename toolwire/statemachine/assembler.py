@@ -37,7 +37,6 @@ from ..types import (
     StreamFailed,
     TextReceived,
     Turn,
-    TurnFinished,
 )
 from .call import CallRecord
 
@@ -190,6 +189,19 @@ class Assembler:
         rec.raw = raw
         self._parse(rec)
         self._ended(rec)
+
+    def terminate(self, rec: CallRecord | None) -> None:
+        """The terminator of an indexed block or step arrived (Anthropic ``content_block_stop``, Interactions
+        ``step.stop``): complete ``rec`` if it is still open. Streamed fragments replace the placeholder value
+        given at the start (``input: {}``, ``arguments: {}``); a client call still without a name fails."""
+        if rec is None or not rec.is_open:
+            return
+        if rec.frags and rec.initial is not None:
+            rec.initial = None
+        if rec.name is None and not rec.server:
+            self.fail(rec, ProblemCode.MISSING_NAME, "the call ended without a tool name")
+        else:
+            self.complete(rec)
 
     def _parse(self, rec: CallRecord) -> None:
         if rec.kind is CallKind.CUSTOM:
