@@ -656,6 +656,25 @@ class Dispatcher:
         return outcome
 
 
+class _Done:
+    """A one-shot completion signal on a bare lock (lighter than ``threading.Event``)."""
+
+    __slots__ = ("_lock",)
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lock.acquire()
+
+    def set(self) -> None:
+        self._lock.release()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if self._lock.acquire(timeout=-1 if timeout is None else max(0.0, timeout)):
+            self._lock.release()
+            return True
+        return False
+
+
 class _DaemonPool:
     """Reusable daemon threads for handlers that run under a timeout.
 
@@ -665,12 +684,12 @@ class _DaemonPool:
     """
 
     def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[tuple[Callable[[], None], threading.Event]] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[tuple[Callable[[], None], _Done]] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._idle = 0
 
-    def submit(self, fn: Callable[[], None]) -> threading.Event:
-        done = threading.Event()
+    def submit(self, fn: Callable[[], None]) -> _Done:
+        done = _Done()
         with self._lock:
             if self._idle > 0:
                 self._idle -= 1
@@ -688,10 +707,9 @@ class _DaemonPool:
             try:
                 fn()
             finally:
+                with self._lock:
+                    self._idle += 1
                 done.set()
-            with self._lock:
-                self._idle += 1
-
 
     def _forget_threads(self) -> None:
         """After ``fork`` the child has none of the parent's threads: start afresh."""
