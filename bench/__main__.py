@@ -317,6 +317,8 @@ class Bench:
         self.dispatch = {"measured": True, **d}
         med = d["default"]["us_per_call_median"]
         extra = f"; concurrent_reads=False: {d['sequential']['us_per_call_median']:.1f} us" if "sequential" in d else ""
+        if "no_timeout" in d:
+            extra += f"; a tool with timeout=None, sequential: {d['no_timeout']['us_per_call_median']:.1f} us"
         flag = "" if med <= DISPATCH_TARGET_US else f"  * over the {DISPATCH_TARGET_US:g} us target"
         print(f"dispatch: {med:.1f} us per call median (Dispatcher(registry).run on a turn of {dispatch.N_CALLS} "
               f"trivial read calls{extra}){flag}")

@@ -54,9 +54,11 @@ def measure(repeats: int) -> dict[str, Any]:
     Tool = toolwire.Tool
     Dispatcher = toolwire.Dispatcher
     registry = _registry_cls()([Tool.from_function(lookup, effect="read")])
+    # informative: the handler without a timeout runs on the caller's thread (no handoff to a worker)
+    untimed = _registry_cls()([Tool.from_function(lookup, effect="read", timeout=None)])
     turn = _turn()
     out: dict[str, Any] = {}
-    variants: dict[str, dict[str, Any]] = {"default": {}}
+    variants: dict[str, dict[str, Any]] = {"default": {}, "no_timeout": {"concurrent_reads": False}}
     try:  # informative: the same without the thread pool for concurrent reads, when the keyword exists
         Dispatcher(registry, concurrent_reads=False)
         variants["sequential"] = {"concurrent_reads": False}
@@ -65,7 +67,7 @@ def measure(repeats: int) -> dict[str, Any]:
     samples: dict[str, list[float]] = {k: [] for k in variants}
     for r in range(repeats + 1):
         for name, kw in variants.items():
-            d = Dispatcher(registry, **kw)
+            d = Dispatcher(untimed if name == "no_timeout" else registry, **kw)
             t0 = time.perf_counter()
             results = d.run(turn, conversation_id="c")
             elapsed = time.perf_counter() - t0
