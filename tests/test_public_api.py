@@ -70,6 +70,7 @@ PINNED_ALL = [
     "encode_results",
     "history_messages",
     "repair_history",
+    "remap_call_ids",
     "RepairReport",
     "RepairAction",
     "RepairKind",

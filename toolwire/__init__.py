@@ -28,6 +28,7 @@ from .history import (
     RepairReport,
     encode_results,
     history_messages,
+    remap_call_ids,
     repair_history,
 )
 from .registry import (
@@ -143,6 +144,7 @@ __all__ = [
     "encode_results",
     "history_messages",
     "repair_history",
+    "remap_call_ids",
     "RepairReport",
     "RepairAction",
     "RepairKind",

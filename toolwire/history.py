@@ -28,7 +28,8 @@ from .errors import UsageError
 from .registry.result import ToolResult
 from .types import Turn
 
-__all__ = ["encode_results", "history_messages", "repair_history", "RepairReport", "RepairAction", "RepairKind"]
+__all__ = ["encode_results", "history_messages", "repair_history", "remap_call_ids", "CALL_ID_RULES", "RepairReport",
+           "RepairAction", "RepairKind"]
 
 
 def _dialect(provider: str) -> Any:
@@ -118,3 +119,84 @@ def repair_history(provider: str, messages: Iterable[Any], *, echo_ids: bool = T
         raise UsageError("messages must be a list of the provider's messages")
     repaired, actions = mod.repair(list(messages), echo_ids=echo_ids)
     return repaired, RepairReport(provider=provider, actions=list(actions))
+
+
+_BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+#: Call id rules of servers stricter than the dialect they speak (WIRE A6, PITFALL 20).
+CALL_ID_RULES = {
+    "mistral": (r"[a-zA-Z0-9]{9}", 9),
+}
+
+
+def _short_id(original: str, length: int, salt: int) -> str:
+    import hashlib
+
+    n = int.from_bytes(hashlib.sha256(f"{salt}:{original}".encode()).digest()[:16], "big")
+    out = []
+    for _ in range(length):
+        n, r = divmod(n, 62)
+        out.append(_BASE62[r])
+    return "".join(out)
+
+
+def remap_call_ids(provider: str, messages: Iterable[Any], *, rule: str = "mistral"
+                   ) -> tuple[list[Any], dict[str, str]]:
+    """A copy of a Chat or Anthropic conversation whose call ids all satisfy ``rule`` (Mistral: exactly nine
+    ASCII letters and digits), with each call and its result renamed consistently, and the mapping used.
+
+    For a conversation that moves to a server with stricter ids than the one that made them (PITFALL 20). Ids
+    that already satisfy the rule are kept; the others get a deterministic id derived from the original (the
+    same input gives the same output), unique within the conversation. The input is not modified. Raises
+    ``UsageError`` for another provider or an unknown rule.
+    """
+    import copy
+    import re
+
+    if provider not in ("openai-chat", "anthropic"):
+        raise UsageError(f"remap_call_ids supports openai-chat and anthropic, not {provider!r}")
+    try:
+        pattern, length = CALL_ID_RULES[rule]
+    except KeyError:
+        raise UsageError(f"unknown call id rule {rule!r}; expected one of: {', '.join(CALL_ID_RULES)}") from None
+    ok = re.compile(pattern)
+    out = copy.deepcopy(list(messages))
+    mapping: dict[str, str] = {}
+    used: set[str] = set()
+
+    def new_id(old: Any) -> Any:
+        if not isinstance(old, str):
+            return old
+        if old in mapping:
+            return mapping[old]
+        if ok.fullmatch(old) and old not in used:
+            mapping[old] = old
+        else:
+            salt = 0
+            candidate = _short_id(old, length, salt)
+            while candidate in used:
+                salt += 1
+                candidate = _short_id(old, length, salt)
+            mapping[old] = candidate
+        used.add(mapping[old])
+        return mapping[old]
+
+    for msg in out:
+        if not isinstance(msg, dict):
+            continue
+        if provider == "openai-chat":
+            for tc in msg.get("tool_calls") or ():
+                if isinstance(tc, dict) and "id" in tc:
+                    tc["id"] = new_id(tc["id"])
+            if msg.get("role") == "tool" and "tool_call_id" in msg:
+                msg["tool_call_id"] = new_id(msg["tool_call_id"])
+        else:
+            content = msg.get("content")
+            for block in content if isinstance(content, list) else ():
+                if not isinstance(block, dict):
+                    continue
+                if block.get("type") == "tool_use" and "id" in block:
+                    block["id"] = new_id(block["id"])
+                elif block.get("type") == "tool_result" and "tool_use_id" in block:
+                    block["tool_use_id"] = new_id(block["tool_use_id"])
+    return out, {k: v for k, v in mapping.items() if k != v}
