@@ -264,3 +264,20 @@ def test_a_resumed_broken_history_is_repaired_before_it_is_sent(sim, tmp_path):
     sent = sim.requests[0].body["messages"]
     assert sent[2]["role"] == "tool" and sent[2]["tool_call_id"] == "call_old"
     assert json.loads(sent[1]["tool_calls"][0]["function"]["arguments"]) == {"_invalid_arguments": '{"key": "hei'}
+
+
+def test_every_event_of_a_conversation_carries_its_id(sim, tmp_path):
+    """With configure_logging, parser and dispatcher events of a loop run carry the conversation id too."""
+    import io
+
+    from toolwire.logs import configure_logging
+
+    stream = io.StringIO()
+    configure_logging("json", "debug", stream=stream)
+    sim.reset()
+    with make_loop(sim, "anthropic", DemoWorld(), tmp_path, name="bound") as loop:
+        loop.run(SCENARIOS["height"].prompts["en"])
+    events = [json.loads(line) for line in stream.getvalue().splitlines()]
+    kinds = {e["event"] for e in events}
+    assert {"call.transition", "call.parsed", "dispatch.result", "loop.answer"} <= kinds
+    assert all(e.get("conversation_id") == "anthropic-bound" for e in events)

@@ -20,6 +20,7 @@ import uuid
 from typing import Any, Iterable
 
 import msgspec
+import structlog
 
 from .. import _log
 from ..codecs.declare import declare
@@ -201,6 +202,12 @@ class ToolLoop:
         return self.core.conversation_id
 
     def run(self, prompt: str) -> LoopResult:
+        # every event of the conversation (parsing and dispatch included) carries its id where the
+        # application's structlog merges context variables (toolwire.logs.configure_logging does)
+        with structlog.contextvars.bound_contextvars(conversation_id=self.core.conversation_id):
+            return self._run(prompt)
+
+    def _run(self, prompt: str) -> LoopResult:
         core = self.core
         result = core.start(prompt)
         corrections = 0
@@ -261,6 +268,10 @@ class AsyncToolLoop:
         return self.core.conversation_id
 
     async def run(self, prompt: str) -> LoopResult:
+        with structlog.contextvars.bound_contextvars(conversation_id=self.core.conversation_id):
+            return await self._run(prompt)
+
+    async def _run(self, prompt: str) -> LoopResult:
         core = self.core
         result = core.start(prompt)
         corrections = 0
