@@ -281,3 +281,25 @@ def test_every_event_of_a_conversation_carries_its_id(sim, tmp_path):
     kinds = {e["event"] for e in events}
     assert {"call.transition", "call.parsed", "dispatch.result", "loop.answer"} <= kinds
     assert all(e.get("conversation_id") == "anthropic-bound" for e in events)
+
+
+def test_toolwire_chat_runs_the_same_loop_with_tools_from_a_module(sim, monkeypatch, capsys):
+    """toolwire chat --tools MODULE --base-url URL: the loop a real provider gets, here pointed at the sim."""
+    from toolwire.cli import main
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sim-key")
+    sim.reset()
+    code = main(["chat", "--provider", "anthropic", "--model", MODEL, "--tools", "tests.chat_tools",
+                 "--base-url", sim.base_url, "--json", SCENARIOS["height_weight"].prompts["en"]])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0 and not doc["fallback"]
+    assert "170 cm" in doc["answer"] and "70 kg" in doc["answer"]
+    assert [c["result_kind"] for c in doc["calls"]] == ["ok", "ok"]
+
+
+def test_toolwire_chat_refuses_a_module_without_tools(capsys):
+    """A --tools module with neither TOOLS nor registry is a usage error (exit 2)."""
+    from toolwire.cli import main
+
+    assert main(["chat", "--provider", "anthropic", "--model", MODEL, "--tools", "json", "hi"]) == 2
+    assert "TOOLS" in capsys.readouterr().err
