@@ -99,11 +99,13 @@ def _args(text: Any) -> Any:
         return None
 
 
-class OpenAIChat(Dialect):
-    name = "openai-chat"
+class OpenAIDialect(Dialect):
+    """What OpenAI's endpoints share: bearer auth and OpenAI's error bodies; ``path`` is the endpoint."""
+
+    path = ""
 
     def route(self, method: str, path: str) -> dict[str, Any] | None:
-        return {} if method == "POST" and path.rstrip("/") == "/v1/chat/completions" else None
+        return {} if method == "POST" and path.rstrip("/") == self.path else None
 
     def authorized(self, req: Request) -> bool:
         return bearer(req)
@@ -119,6 +121,11 @@ class OpenAIChat(Dialect):
 
     def bad_json(self, req: Request, exc: Exception) -> ApiError:
         return ApiError(400, _BAD_JSON)
+
+
+class OpenAIChat(OpenAIDialect):
+    name = "openai-chat"
+    path = "/v1/chat/completions"
 
     def response_headers(self, req: Request) -> dict[str, str]:
         return {"x-request-id": "req_" + req.rand.hex(32), "openai-processing-ms": "12"}

@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ._base import Dialect, Ev, Request, bearer
-from ._chat import _BAD_JSON, _NO_KEY, check_openai_tools, openai_error, openai_status_body
-from ._core import ApiError, Call, Conversation, Fault, Reply, Result, dumps, fragments, text_fragments
+from ._base import Ev, Request
+from ._chat import OpenAIDialect, check_openai_tools
+from ._core import ApiError, Call, Conversation, Reply, Result, dumps, fragments, text_fragments
 from ._model import parse_content
 
 __all__ = ["OpenAIResponses"]
@@ -28,26 +28,9 @@ def _text(content: Any) -> str:
     return ""
 
 
-class OpenAIResponses(Dialect):
+class OpenAIResponses(OpenAIDialect):
     name = "openai-responses"
-
-    def route(self, method: str, path: str) -> dict[str, Any] | None:
-        return {} if method == "POST" and path.rstrip("/") == "/v1/responses" else None
-
-    def authorized(self, req: Request) -> bool:
-        return bearer(req)
-
-    def auth_error(self, req: Request) -> tuple[int, Any]:
-        return 401, openai_error(_NO_KEY)
-
-    def error_body(self, err: ApiError, req: Request) -> Any:
-        return openai_error(err.message, err.kind or "invalid_request_error", err.param, err.code)
-
-    def status_body(self, fault: Fault, req: Request) -> Any:
-        return openai_status_body(fault.code or 500)
-
-    def bad_json(self, req: Request, exc: Exception) -> ApiError:
-        return ApiError(400, _BAD_JSON)
+    path = "/v1/responses"
 
     def response_headers(self, req: Request) -> dict[str, str]:
         return {"x-request-id": "req_" + req.rand.hex(32)}
