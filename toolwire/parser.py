@@ -99,13 +99,8 @@ class StreamParser:
         except FramingError as exc:
             self._fail_framing(exc)
         codec = self._codec
-        on_payload = codec.on_payload
-        if type(framer) is SSEDecoder:
-            for msg in payloads:
-                on_payload(msg.event, msg.data)
-        else:
-            for data in payloads:
-                on_payload(None, data)
+        if payloads:
+            codec.feed_payloads(payloads, type(framer) is SSEDecoder)
         return codec.asm.take_events()
 
     def _fail_framing(self, exc: FramingError) -> None:
@@ -125,12 +120,8 @@ class StreamParser:
             pending = getattr(framer, "has_pending", False)
             payloads = framer.close()
             codec.asm.closing = type(framer) is not JSONBodyDecoder
-            if type(framer) is SSEDecoder:
-                for msg in payloads:
-                    codec.on_payload(msg.event, msg.data)
-            else:
-                for data in payloads:
-                    codec.on_payload(None, data)
+            codec.feed_payloads(payloads, type(framer) is SSEDecoder)
+            if type(framer) is not SSEDecoder:
                 if type(framer) is JSONValuesDecoder and pending and not codec.asm.failed:
                     codec.asm.protocol_error("the input ended inside a JSON value")
         return self._finish()

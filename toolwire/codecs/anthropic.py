@@ -182,9 +182,6 @@ class AnthropicCodec(Codec):
     # ---- payloads -------------------------------------------------------------------------------------
     def on_payload(self, event: str | None, data: bytes) -> None:
         asm = self.asm
-        asm.position += 1
-        if asm.failed:
-            return
         try:
             ev = _EVENTS.decode(data)
         except msgspec.ValidationError as exc:

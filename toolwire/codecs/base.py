@@ -34,8 +34,24 @@ class Codec:
         self.asm = Assembler(self.provider, recover_resends=self.recover_resends)
 
     def on_payload(self, event: str | None, data: bytes) -> None:
-        """Handle one payload (an SSE message's data, a JSON line, or a whole body)."""
+        """Handle one payload (an SSE message's data, a JSON line, or a whole body).
+
+        Called by ``feed_payloads``, which counts payloads and stops calling once the stream failed."""
         raise NotImplementedError
+
+    def feed_payloads(self, payloads: list[Any], sse: bool) -> None:
+        """Hand framed payloads to ``on_payload`` in order: ``asm.position`` numbers them (traces cite it), and
+        nothing more is handled once the stream is in its terminal error state."""
+        asm = self.asm
+        on_payload = self.on_payload
+        for item in payloads:
+            asm.position += 1
+            if asm.failed:
+                continue
+            if sse:
+                on_payload(item.event, item.data)
+            else:
+                on_payload(None, item)
 
     def on_close(self) -> None:
         """The byte stream ended: apply the dialect's end rules, then the assembler's."""

@@ -355,9 +355,6 @@ class GeminiCodec(Codec):
     # ---- payloads -------------------------------------------------------------------------------------
     def on_payload(self, event: str | None, data: bytes) -> None:
         asm = self.asm
-        asm.position += 1
-        if asm.failed:
-            return
         try:
             value = _PAYLOAD.decode(data)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:

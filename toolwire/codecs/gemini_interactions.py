@@ -230,9 +230,6 @@ class GeminiInteractionsCodec(Codec):
     # ---- payloads -------------------------------------------------------------------------------------
     def on_payload(self, event: str | None, data: bytes) -> None:
         asm = self.asm
-        asm.position += 1
-        if asm.failed:
-            return
         if data[:6] == b"[DONE]":
             self.done = True
             asm.understood += 1

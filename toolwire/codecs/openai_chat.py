@@ -121,9 +121,6 @@ class OpenAIChatCodec(Codec):
     # ---- payloads -------------------------------------------------------------------------------------
     def on_payload(self, event: str | None, data: bytes) -> None:
         asm = self.asm
-        asm.position += 1
-        if asm.failed:
-            return
         if data[:6] == b"[DONE]":
             self.done = True
             asm.understood += 1

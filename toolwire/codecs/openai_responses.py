@@ -263,9 +263,6 @@ class OpenAIResponsesCodec(Codec):
     # ---- payloads -------------------------------------------------------------------------------------
     def on_payload(self, event: str | None, data: bytes) -> None:
         asm = self.asm
-        asm.position += 1
-        if asm.failed:
-            return
         try:
             ev = _EVENTS.decode(data)
         except msgspec.DecodeError as exc:  # ValidationError included: unknown types, bodies, bad shapes
