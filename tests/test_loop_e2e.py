@@ -303,3 +303,16 @@ def test_toolwire_chat_refuses_a_module_without_tools(capsys):
 
     assert main(["chat", "--provider", "anthropic", "--model", MODEL, "--tools", "json", "hi"]) == 2
     assert "TOOLS" in capsys.readouterr().err
+
+
+def test_gemini_function_response_ids_can_be_left_out(tmp_path):
+    """echo_ids=False: the follow-up's functionResponse parts carry no id (Vertex Express rejects them)."""
+    sim = SimProvider(seed=3, gemini_ids=False)
+    with sim.serve() as base_url:
+        world = DemoWorld()
+        with ToolLoop("gemini", model=MODEL, registry=world.registry(), base_url=base_url, api_key="k",
+                      retry=FAST, echo_ids=False) as loop:
+            result = loop.run(SCENARIOS["height"].prompts["en"])
+        follow_up = sim.requests[-1].body["contents"][-1]["parts"]
+    assert not result.fallback and "170 cm" in result.answer
+    assert all("id" not in p["functionResponse"] for p in follow_up if "functionResponse" in p)

@@ -93,7 +93,8 @@ class _Core:
 
     def __init__(self, provider: str, *, model: str, registry: Registry, dispatcher: Dispatcher | None,
                  system: str | None, stream: bool, locale: str, max_steps: int, retry: RetryPolicy | None,
-                 conversation_id: str | None, max_tokens: int, history: Iterable[Any] | None) -> None:
+                 conversation_id: str | None, max_tokens: int, history: Iterable[Any] | None,
+                 echo_ids: bool = True) -> None:
         fallback_message(FallbackReason.PROVIDER_FAILED, locale)  # an unknown locale fails now
         if max_steps < 1:
             raise UsageError("max_steps must be at least 1")
@@ -108,6 +109,7 @@ class _Core:
         self.retry = retry if retry is not None else RetryPolicy()
         self.conversation_id = conversation_id or f"conv-{uuid.uuid4().hex[:12]}"
         self.max_tokens = max_tokens
+        self.echo_ids = echo_ids  # Gemini: False for endpoints that reject functionResponse.id (Vertex Express)
         self.tools_fragment = declare(provider, list(registry)).fragment if len(registry) else None
         self.history: list[Any] = list(history or [])
         if self.history and provider != "gemini-interactions":
@@ -115,7 +117,7 @@ class _Core:
             # provider's order, and malformed arguments a form the provider accepts, before it is sent again
             from ..history import repair_history
 
-            self.history, report = repair_history(provider, self.history)
+            self.history, report = repair_history(provider, self.history, echo_ids=echo_ids)
             if report.changed:
                 _log.emit(_log.WARNING, "loop.history_repaired", conversation_id=self.conversation_id,
                           provider=provider, actions=[a.kind.value for a in report.actions])
@@ -146,7 +148,7 @@ class _Core:
         for r in results:
             result.calls.append(CallOutcome(name=r.name, call_id=r.call_id, states=r.states,
                                             result_kind=r.kind.value))
-        entries = history_messages(turn, results)
+        entries = history_messages(turn, results, echo_ids=self.echo_ids)
         if self.provider == "gemini-interactions":
             # the server holds the conversation: send only the results, after this interaction
             self.previous_id = turn.response_id
@@ -181,7 +183,8 @@ class ToolLoop:
     """A conversation with a model over real HTTP, running its tool calls through ``registry``.
 
     ``provider`` is a dialect id; ``model`` the model name; ``base_url`` points at the provider (or at
-    ``toolwire.sim``); the API key comes from ``api_key`` or the usual environment variable. ``run(prompt)``
+    ``toolwire.sim``); the API key comes from ``api_key`` or the usual environment variable. ``echo_ids=False``
+    leaves Gemini's ``functionResponse.id`` out, for endpoints that reject it (Vertex Express). ``run(prompt)``
     returns a ``LoopResult`` and never raises for a provider's or a model's failure (the fallback message is
     the answer then); it raises ``UsageError`` for misuse.
     """
@@ -190,10 +193,12 @@ class ToolLoop:
                  transport: HTTPTransport | None = None, base_url: str | None = None, api_key: str | None = None,
                  system: str | None = None, stream: bool = True, locale: str = "en", max_steps: int = 8,
                  retry: RetryPolicy | None = None, conversation_id: str | None = None, max_tokens: int = 1024,
-                 timeout: float | None = None, history: Iterable[Any] | None = None) -> None:
+                 timeout: float | None = None, history: Iterable[Any] | None = None,
+                 echo_ids: bool = True) -> None:
         self.core = _Core(provider, model=model, registry=registry, dispatcher=dispatcher, system=system,
                           stream=stream, locale=locale, max_steps=max_steps, retry=retry,
-                          conversation_id=conversation_id, max_tokens=max_tokens, history=history)
+                          conversation_id=conversation_id, max_tokens=max_tokens, history=history,
+                          echo_ids=echo_ids)
         self.transport = transport or HTTPTransport(provider, model=model, base_url=base_url, api_key=api_key,
                                                     stream=stream, timeout=timeout)
 
@@ -256,10 +261,11 @@ class AsyncToolLoop:
                  api_key: str | None = None, system: str | None = None, stream: bool = True, locale: str = "en",
                  max_steps: int = 8, retry: RetryPolicy | None = None, conversation_id: str | None = None,
                  max_tokens: int = 1024, timeout: float | None = None,
-                 history: Iterable[Any] | None = None) -> None:
+                 history: Iterable[Any] | None = None, echo_ids: bool = True) -> None:
         self.core = _Core(provider, model=model, registry=registry, dispatcher=dispatcher, system=system,
                           stream=stream, locale=locale, max_steps=max_steps, retry=retry,
-                          conversation_id=conversation_id, max_tokens=max_tokens, history=history)
+                          conversation_id=conversation_id, max_tokens=max_tokens, history=history,
+                          echo_ids=echo_ids)
         self.transport = transport or AsyncHTTPTransport(provider, model=model, base_url=base_url,
                                                          api_key=api_key, stream=stream, timeout=timeout)
 
