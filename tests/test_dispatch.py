@@ -184,10 +184,19 @@ def test_table_refuses_answering_twice():
         rec.answer()
 
 
+def test_parsed_calls_are_immutable(world):
+    """A parsed ToolCall cannot be edited into another state (a truncated call cannot be made dispatchable)."""
+    call = anthropic_turn(LOOKUP).calls[0]
+    with pytest.raises(AttributeError):
+        call.state = CallState.COMPLETE
+    with pytest.raises(AttributeError):
+        call.args = {}
+
+
 def test_dispatching_an_already_answered_call_raises(world):
     """A call handed over in state answered is refused by the table, not silently re-run."""
     turn = anthropic_turn(LOOKUP)
-    turn.calls[0].state = CallState.ANSWERED
+    turn.calls[0] = msgspec.structs.replace(turn.calls[0], state=CallState.ANSWERED)
     with pytest.raises(InvalidTransition):
         Dispatcher(world.registry()).run(turn, conversation_id="c")
     assert world.calls == {}

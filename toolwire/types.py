@@ -124,7 +124,7 @@ class Transition(msgspec.Struct, frozen=True, gc=False):
     position: int | None = None
 
 
-class ToolCall(msgspec.Struct, kw_only=True):
+class ToolCall(msgspec.Struct, kw_only=True, frozen=True):
     """One call, canonical.
 
     ``call_id`` is the provider's id (None when it sent none: some Gemini models); ``local_id`` is always present,
