@@ -160,7 +160,7 @@ class StreamParser:
         """The Turn: final after ``close()``; before it, a snapshot of what has arrived so far."""
         if self._turn is not None:
             return self._turn
-        return self._codec.asm.build_turn(None)
+        return self._codec.asm.build_turn(None, ended=False)
 
 
 def parse(provider: str, data: bytes | str | Iterable[bytes], *, format: str = "auto",

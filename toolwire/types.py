@@ -196,17 +196,36 @@ class Turn(msgspec.Struct, kw_only=True):
     usage: Any = None
     choices: list[Choice] = msgspec.field(default_factory=list)
     assistant_message: Any = None
+    #: False for a snapshot (``StreamParser.turn`` before ``close()``): such a turn never counts as finished
+    ended: bool = True
 
     @property
     def finished_cleanly(self) -> bool:
-        return self.error is None and self.finish_reason in CLEAN_FINISHES
+        """True when the response ended and its first choice (the only one, usually) finished cleanly."""
+        return self.choice_finished_cleanly(0)
+
+    def choice_finished_cleanly(self, choice: int = 0) -> bool:
+        """True when the response ended without an error and choice ``choice`` finished with a clean reason."""
+        if self.error is not None or not self.ended:
+            return False
+        if not self.choices:
+            return choice == 0 and self.finish_reason in CLEAN_FINISHES
+        for c in self.choices:
+            if c.index == choice:
+                return c.finish_reason in CLEAN_FINISHES
+        return False
+
+    def choice_calls(self, choice: int = 0) -> list[ToolCall]:
+        """The calls of choice ``choice``, in order."""
+        return [c for c in self.calls if c.choice == choice]
 
     @property
     def runnable_calls(self) -> list[ToolCall]:
-        """The calls that may run: none unless the turn finished cleanly, then the whole, well-formed ones."""
+        """The calls that may run: none unless the turn finished cleanly, then the whole, well-formed calls of
+        its first choice (``Dispatcher.run(..., choice=N)`` picks another)."""
         if not self.finished_cleanly:
             return []
-        return [c for c in self.calls if c.runnable]
+        return [c for c in self.calls if c.choice == 0 and c.runnable]
 
 
 # ---- events returned by StreamParser.feed()/close(): past-tense facts ------------------------------------
