@@ -405,21 +405,34 @@ def test_started_without_completion_is_outcome_unknown(world):
     ledger = MemoryLedger()
     from toolwire.registry import LedgerKey, arguments_sha256
     call = anthropic_turn(SAVE).calls[0]
-    ledger.claim(LedgerKey.for_call("c", call, arguments_sha256(call.args)))
+    ledger.claim(LedgerKey.for_call("c", call, arguments_sha256(call.args), turn="response:msg_1"))
     results = Dispatcher(world.registry(), ledger=ledger).run(anthropic_turn(SAVE), conversation_id="c")
     assert kinds(results) == ["outcome_unknown"] and results[0].is_error
     assert world.calls == {}
 
 
-def test_reused_call_id_with_other_arguments_runs_nothing(world):
-    """A call id already used for different arguments is not answered with the other call's result."""
+def test_reused_call_id_with_other_arguments_in_a_later_turn_runs(world):
+    """A call id reused by a later turn for different arguments is a new call: it runs, it is not refused."""
     d = Dispatcher(world.registry())
     d.run(anthropic_turn(SAVE), conversation_id="c")
-    other = anthropic_turn(("toolu_3", "save_measurement", '{"kind": "height", "value": 170, "unit": "cm"}'))
+    other = anthropic_turn(("toolu_3", "save_measurement", '{"kind": "height", "value": 170, "unit": "cm"}'),
+                           message_id="msg_2")
+    results = d.run(other, conversation_id="c")
+    assert kinds(results) == ["ok"]
+    assert world.effects.count() == 2
+
+
+def test_ledger_key_held_by_another_tool_runs_nothing(world):
+    """A ledger key whose record belongs to another tool is not answered with that tool's result."""
+    ledger = MemoryLedger()
+    from toolwire.registry import LedgerKey, arguments_sha256
+    call = anthropic_turn(SAVE).calls[0]
+    ledger.claim(LedgerKey.for_call("c", call, arguments_sha256(call.args), turn="response:msg_1"),
+                 "another_tool:" + arguments_sha256(call.args))
     with capture_logs() as logs:
-        results = d.run(other, conversation_id="c")
+        results = Dispatcher(world.registry(), ledger=ledger).run(anthropic_turn(SAVE), conversation_id="c")
     assert kinds(results) == ["not_run"]
-    assert world.effects.count() == 1
+    assert world.effects.count() == 0
     assert any(e["event"] == "dispatch.ledger_conflict" for e in logs)
 
 
@@ -497,7 +510,7 @@ def test_not_found_differs_from_could_not_look(world):
     assert (missing.kind, missing.content) == (K.OK, {"found": False, "key": "bmi"})
     assert (no_food.kind, no_food.content) == (K.OK, [])
     world.store_up = world.catalogue_up = False
-    down, cat_down = d.run(anthropic_turn(LOOKUP, SEARCH), conversation_id="c")
+    down, cat_down = d.run(anthropic_turn(LOOKUP, SEARCH, message_id="msg_2"), conversation_id="c")
     assert down.kind is K.HANDLER_FAILED and "StoreUnavailable" in down.content
     assert cat_down.kind is K.HANDLER_FAILED and "CatalogueUnavailable" in cat_down.content
 

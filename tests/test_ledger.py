@@ -101,15 +101,14 @@ def test_sqlite_ledger_unusable_path_is_ledger_error(tmp_path):
 
 
 def test_key_for_calls_with_and_without_ids():
-    """A call with a provider id is keyed by it; one without by local id and arguments hash."""
+    """A call instance is keyed by its turn, its provider id (or, without one, its local id) and its arguments."""
     with_id = anthropic_turn(WRITE_BLOCK).calls[0]
-    assert LedgerKey.for_call("c", with_id, "h") == LedgerKey("c", "id:toolu_race")
+    assert LedgerKey.for_call("c", with_id, "h", turn="response:msg_1") == \
+        LedgerKey("c", "call:response:msg_1|id:toolu_race|h")
     no_id = chat_turn((None, "save_measurement", WRITE_BLOCK[2])).calls[0]
-    if no_id.call_id is None:  # the Chat codec leaves an absent id as None
-        h = arguments_sha256(no_id.args)
-        assert LedgerKey.for_call("c", no_id, h) == LedgerKey("c", f"local:{no_id.local_id}:{h}")
-    else:  # pragma: no cover - a codec that invents ids
-        pytest.skip("codec assigned an id")
+    assert no_id.call_id is None
+    h = arguments_sha256(no_id.args)
+    assert LedgerKey.for_call("c", no_id, h, turn="turn:3") == LedgerKey("c", f"call:turn:3|local:{no_id.local_id}|{h}")
 
 
 def test_arguments_hash_is_canonical():
@@ -178,7 +177,9 @@ def test_sigkill_after_effect_before_completion_is_outcome_unknown(tmp_path):
     _join([proc])
     assert proc.exitcode == -9
     assert world.effects.count() == 1
-    rec = SQLiteLedger(ledger_path).get(LedgerKey("killed", "id:" + WRITE_BLOCK[0]))
+    call = anthropic_turn(WRITE_BLOCK).calls[0]
+    key = LedgerKey.for_call("killed", call, arguments_sha256(call.args), turn="response:msg_1")
+    rec = SQLiteLedger(ledger_path).get(key)
     assert rec.status == "started" and rec.result is None
     [retry] = Dispatcher(world.registry(), ledger=SQLiteLedger(ledger_path)).run(
         anthropic_turn(WRITE_BLOCK), conversation_id="killed")

@@ -64,7 +64,16 @@ CATALOGUE: dict[str, EventSpec] = {
         "arguments did not parse or failed the schema (answered invalid_arguments)"),
     "dispatch.invalid_arguments_detail": _spec(
         "debug", "call_id conversation_id local_id name provider message",
-        "the validator's full message for invalid arguments"),
+        "the validator's full message for invalid arguments (it quotes argument values: only with log_arguments)"),
+    "dispatch.answered_before": _spec(
+        "info", "call_id conversation_id local_id name provider kind",
+        "a call instance this dispatcher already answered was dispatched again: the same answer, nothing runs"),
+    "dispatch.turn_unidentified": _spec(
+        "warning", "calls conversation_id provider",
+        "a turn with no response id was dispatched without turn_id: its calls are keyed to this Turn object only"),
+    "dispatch.idempotency_key_error": _spec(
+        "error", "call_id conversation_id local_id name provider error",
+        "a write's idempotency_key function raised or returned no string; the call is answered, nothing ran"),
     "dispatch.denied": _spec(
         "info", "call_id conversation_id local_id name provider reason",
         "the authorization policy denied a call"),
@@ -82,7 +91,7 @@ CATALOGUE: dict[str, EventSpec] = {
         "a valid approval resumed a deferred call"),
     "dispatch.approval_invalid": _spec(
         "warning", "call_id conversation_id local_id name reason where",
-        "an approval did not match its call (forged, other arguments, other call)"),
+        "an approval did not match its call (forged, other arguments, other call or turn), expired, or was used"),
     "dispatch.handler_failed": _spec(
         "warning", "call_id conversation_id local_id name provider attempt effect error will_retry",
         "a handler raised"),

@@ -176,7 +176,7 @@ class Choice(msgspec.Struct, kw_only=True):
     text: str = ""
 
 
-class Turn(msgspec.Struct, kw_only=True):
+class Turn(msgspec.Struct, kw_only=True, weakref=True):
     """Everything one model response said: its calls in order, text, how it ended, and what to replay.
 
     ``assistant_message`` is the provider-native message to put back into the history verbatim (thinking

@@ -4,12 +4,14 @@ A policy is any callable ``policy(call, context) -> Decision`` (or the strings `
 ``"needs_approval"``, or a bool). A tool's name never grants permission: only the policy's decision and, for
 ``needs_approval``, a verified ``Approval`` let a call run.
 
-An ``approval_required`` result carries an ``ApprovalRequest`` bound to (conversation id, call id, tool name,
-sha256 of the canonical arguments JSON) and signed by the dispatcher (HMAC-SHA256). ``Dispatcher.approve``
-accepts only a request it signed and returns an ``Approval`` (signed under a different domain, so a request can
-never pass for an approval). A later ``run(turn, approvals=[...])`` runs a call only when an approval matches
-its conversation, id, name and arguments hash and its signature verifies: a conversation resumed from history
-without a token gets ``approval_required`` again (PITFALL 27).
+An ``approval_required`` result carries an ``ApprovalRequest`` bound to one call *instance* (conversation id,
+turn identity, call id, tool name, sha256 of the canonical arguments JSON) and signed by the dispatcher
+(HMAC-SHA256). ``Dispatcher.approve`` accepts only a request it signed and returns an ``Approval`` (signed under
+a different domain, so a request can never pass for an approval) that expires ``approval_ttl`` seconds later.
+A later ``run(turn, approvals=[...])`` runs a call only when an approval matches its conversation, turn, id,
+name and arguments hash, has not expired and its signature verifies; running the call consumes it (through the
+ledger, so across processes when the ledger is shared). A conversation resumed from history without a token,
+a later turn's identical call, and a second use all get ``approval_required`` again.
 
 Canonical arguments JSON: the argument object encoded with sorted keys and no whitespace (msgspec).
 Both Structs encode with ``msgspec.json`` so an application can keep them between requests.
@@ -89,11 +91,14 @@ class ApprovalRequest(msgspec.Struct, frozen=True, kw_only=True):
     args_sha256: str
     arguments: Any = None
     reason: str = ""
+    #: the identity of the turn the call belongs to (see ``Dispatcher.run``'s ``turn_id``)
+    turn_id: str = ""
     signature: str = ""
 
 
 class Approval(msgspec.Struct, frozen=True, kw_only=True):
-    """A verified approval of one call with exactly these arguments, signed by the dispatcher."""
+    """A verified approval of one call instance with exactly these arguments, signed by the dispatcher; valid
+    until ``expires_at`` (seconds since the epoch) and for one use."""
 
     conversation_id: str
     call_id: str | None
@@ -102,11 +107,13 @@ class Approval(msgspec.Struct, frozen=True, kw_only=True):
     args_sha256: str
     approver: str
     issued_at: float
+    turn_id: str = ""
+    expires_at: float = 0.0
     signature: str = ""
 
 
-_REQUEST_DOMAIN = "toolwire/approval-request/v1"
-_APPROVAL_DOMAIN = "toolwire/approval/v1"
+_REQUEST_DOMAIN = "toolwire/approval-request/v2"
+_APPROVAL_DOMAIN = "toolwire/approval/v2"
 
 
 def _call_ref(call_id: str | None, local_id: str) -> list[Any]:
@@ -128,12 +135,12 @@ class Signer:
         return hmac.new(self._key, msgspec.json.encode(fields), hashlib.sha256).hexdigest()
 
     def request_mac(self, r: ApprovalRequest) -> str:
-        return self._mac([_REQUEST_DOMAIN, r.conversation_id, *_call_ref(r.call_id, r.local_id), r.name,
-                          r.args_sha256])
+        return self._mac([_REQUEST_DOMAIN, r.conversation_id, r.turn_id, *_call_ref(r.call_id, r.local_id),
+                          r.name, r.args_sha256])
 
     def approval_mac(self, a: Approval) -> str:
-        return self._mac([_APPROVAL_DOMAIN, a.conversation_id, *_call_ref(a.call_id, a.local_id), a.name,
-                          a.args_sha256, a.approver, a.issued_at])
+        return self._mac([_APPROVAL_DOMAIN, a.conversation_id, a.turn_id, *_call_ref(a.call_id, a.local_id),
+                          a.name, a.args_sha256, a.approver, a.issued_at, a.expires_at])
 
     def request_valid(self, r: ApprovalRequest) -> bool:
         return isinstance(r, ApprovalRequest) and hmac.compare_digest(r.signature, self.request_mac(r))
@@ -142,7 +149,8 @@ class Signer:
         return isinstance(a, Approval) and hmac.compare_digest(a.signature, self.approval_mac(a))
 
 
-def approval_targets(a: Approval, conversation_id: str, call_id: str | None, local_id: str) -> bool:
-    """True when ``a`` names this call of this conversation (its signature and arguments are checked apart)."""
-    return (a.conversation_id == conversation_id
+def approval_targets(a: Approval, conversation_id: str, turn_id: str, call_id: str | None, local_id: str) -> bool:
+    """True when ``a`` names this call of this turn of this conversation (its signature, arguments and expiry
+    are checked apart)."""
+    return (a.conversation_id == conversation_id and a.turn_id == turn_id
             and _call_ref(a.call_id, a.local_id) == _call_ref(call_id, local_id))

@@ -1,10 +1,14 @@
 """The dispatcher: decides which calls of a turn run, runs them, and answers every call exactly once.
 
-Order for each call of ``turn.calls`` (DESIGN section 5):
+Only one choice of a turn is dispatched (``choice=0`` unless the caller picks another; the results answer
+exactly that choice's calls), and only when that choice ended cleanly. Order for each of its calls:
 
-0. A turn that did not finish cleanly (an error, a cut, ``length``/``max_tokens``, ``content_filter``): every
-   call is answered ``not_run`` and nothing runs (``allow_unclean=True`` opts out for the calls that are still
-   whole). A truncated or errored call is ``not_run`` in any turn.
+0. A turn (choice) that did not finish cleanly (an error, a cut, ``length``/``max_tokens``, ``content_filter``,
+   data after the stream's terminator): every call is answered ``not_run`` and nothing runs
+   (``allow_unclean=True`` opts out for the calls that are still whole). A truncated or errored call is
+   ``not_run`` in any turn. A call handed over already dispatched or answered is refused by the state table
+   (``InvalidTransition``) before anything of the turn runs. A call instance this dispatcher already answered
+   is answered again from its record (nothing runs).
 1. Exact-name lookup in the frozen registry: unknown → ``unknown_tool`` (the message lists the available names),
    nothing runs, nothing is written to the ledger.
 2. Arguments that did not parse, or fail the tool's schema → ``invalid_arguments`` with path and reason.
@@ -12,9 +16,18 @@ Order for each call of ``turn.calls`` (DESIGN section 5):
    unless a verified ``Approval`` for exactly this call and these arguments is passed in ``approvals``).
 4. Effects. Reads: retried on handler exceptions (``read_retries``, with ``backoff``), then ``handler_failed``;
    a timeout is ``handler_timeout``. Writes: never re-run automatically. The ledger records ``started`` before the
-   handler and ``completed`` with the result after; a key found ``completed`` is answered with the stored result
-   (nothing runs), one found ``started`` only with ``outcome_unknown`` (nothing runs). A write that raised is
-   ``handler_failed`` (and recorded, so it is not re-run); one that timed out is ``outcome_unknown``.
+   handler (after the state table allowed the dispatch) and ``completed`` with the result after; a key found
+   ``completed`` is answered with the stored result (nothing runs), one found ``started`` only with
+   ``outcome_unknown`` (nothing runs). A write that raised is ``handler_failed`` (and recorded, so it is not
+   re-run); one that timed out is ``outcome_unknown``. The key is the call *instance* (see ``ledger``), or the
+   tool's own ``idempotency_key``.
+5. A value the handler returned that cannot be sent as JSON (nor as text) is ``result_unusable``; a write's
+   ledger entry is completed with that result all the same.
+
+Call instances: a turn is identified by the caller's ``turn_id`` (the loop passes its position in the
+conversation), else by the provider's response id. A turn with neither is given a random identity the first time
+this dispatcher sees that Turn object: dispatching the same object again finds its calls, but a restarted process
+cannot, so pass ``turn_id`` when your provider sends no response id.
 
 Reads of one turn run concurrently when every call that runs is a read; results always come back in call order
 (PITFALL 24). Each call is driven through the shared call state machine with ``CallRecord.resume``: a rejected
@@ -35,6 +48,9 @@ import os
 import queue
 import threading
 import time
+import uuid
+import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -55,7 +71,7 @@ from .approval import (
     approval_targets,
     arguments_sha256,
 )
-from .errors import ApprovalError, LedgerError
+from .errors import ApprovalError
 from .ledger import Ledger, LedgerKey, LedgerRecord, MemoryLedger
 from .registry import Registry
 from .result import ResultKind, ToolResult
@@ -66,7 +82,12 @@ __all__ = ["Dispatcher", "Policy"]
 Policy = Callable[[ToolCall, PolicyContext], Any]
 
 K = ResultKind
-_NOT_RUNNABLE = (CallState.TRUNCATED, CallState.ERRORED)
+_NOT_RUNNABLE = (CallState.TRUNCATED, CallState.ERRORED, CallState.ANNOUNCED, CallState.ACCUMULATING)
+_HANDED_OVER = (CallState.DISPATCHED, CallState.REJECTED, CallState.ANSWERED)
+#: results that are not final for their call instance: answered again by evaluating the call again
+_NOT_REMEMBERED = frozenset({ResultKind.APPROVAL_REQUIRED, ResultKind.NOT_RUN})
+DEFAULT_APPROVAL_TTL = 900.0
+_REMEMBERED = 4096
 _MAX_LISTED_NAMES = 128
 _BACKOFF_CAP = 8.0
 _ASYNC_GRACE = 1.0  # extra seconds a sync run waits for an async handler's own wait_for to fire
@@ -75,7 +96,8 @@ _ASYNC_GRACE = 1.0  # extra seconds a sync run waits for an async handler's own 
 class _Plan:
     """One call on its way through the dispatcher."""
 
-    __slots__ = ("call", "rec", "tool", "value", "args_hash", "result", "attempts", "started")
+    __slots__ = ("call", "rec", "tool", "value", "args_hash", "result", "attempts", "started", "instance", "key",
+                 "fingerprint")
 
     def __init__(self, call: ToolCall) -> None:
         self.call = call
@@ -86,6 +108,9 @@ class _Plan:
         self.result: ToolResult | None = None
         self.attempts = 0
         self.started = time.perf_counter()
+        self.instance: LedgerKey | None = None  # this call instance's key
+        self.key: LedgerKey | None = None  # the ledger key a write claims (the instance, or the tool's own key)
+        self.fingerprint = ""
 
 
 class _Outcome:
@@ -103,14 +128,34 @@ def _short(text: object, limit: int = 100) -> str:
     return s if len(s) <= limit else s[:limit] + "…"
 
 
-def _jsonable(value: Any, call: ToolCall, conversation_id: str) -> Any:
-    """The handler's return value as JSON-able builtins (msgspec.to_builtins), else its ``str``."""
+def _jsonable(value: Any, call: ToolCall, conversation_id: str) -> tuple[Any, bool]:
+    """The handler's return value as JSON-able builtins (msgspec.to_builtins), else its ``str``; ``(None, False)``
+    when neither can be encoded (a value that contains itself, an int too large for JSON or for ``str``, a
+    ``__str__`` that raises, lone surrogates …)."""
     try:
-        return msgspec.to_builtins(value)
-    except (TypeError, ValueError):
-        _log.emit(_log.WARNING, "dispatch.result_not_json", provider=call.provider, conversation_id=conversation_id,
-                  call_id=call.call_id, local_id=call.local_id, name=call.name, type=type(value).__name__)
-        return str(value)
+        out = msgspec.to_builtins(value)
+        msgspec.json.encode(out)
+        return out, True
+    except Exception:  # noqa: BLE001 - whatever the value does, the call gets a typed result
+        pass
+    _log.emit(_log.WARNING, "dispatch.result_not_json", provider=call.provider, conversation_id=conversation_id,
+              call_id=call.call_id, local_id=call.local_id, name=call.name, type=type(value).__name__)
+    try:
+        text = str(value)
+        msgspec.json.encode(text)
+        return text, True
+    except Exception:  # noqa: BLE001
+        return None, False
+
+
+def _arguments_hash(call: ToolCall) -> str:
+    """sha256 of the canonical arguments, or of the raw text for a custom tool or arguments that did not parse."""
+    if call.args is not None:
+        try:
+            return arguments_sha256(call.args)
+        except Exception:  # noqa: BLE001 - not encodable (a dict built by hand): hash its raw text
+            pass
+    return arguments_sha256(call.raw_arguments)
 
 
 class Dispatcher:
@@ -124,17 +169,27 @@ class Dispatcher:
     retry n (0-based) as ``backoff * 2**n`` capped at 8 s, or a callable ``backoff(n) -> seconds``.
     ``approval_secret``: HMAC key for approval requests and tokens (default: random per dispatcher, so tokens
     do not outlive it; pass a stable secret of at least 16 bytes to approve across processes or restarts).
-    ``max_workers``: threads for concurrent sync reads.
+    ``approval_ttl``: seconds an ``Approval`` stays valid after ``approve`` (default 900: fifteen minutes);
+    an expired one is ``approval_required`` again. ``max_workers``: threads for concurrent sync reads.
     """
 
     def __init__(self, registry: Registry, ledger: Ledger | None = None, policy: Policy | None = None, *,
                  concurrent_reads: bool = True, read_retries: int = 2,
                  backoff: float | Callable[[int], float] = 0.25, approval_secret: bytes | None = None,
-                 max_workers: int = 8) -> None:
+                 approval_ttl: float = DEFAULT_APPROVAL_TTL, max_workers: int = 8) -> None:
         if not isinstance(registry, Registry):
             raise UsageError(f"Dispatcher needs a Registry, got {type(registry).__name__}")
-        if read_retries < 0:
-            raise UsageError("read_retries must be >= 0")
+        if isinstance(read_retries, bool) or not isinstance(read_retries, int) or read_retries < 0:
+            raise UsageError("read_retries must be an int >= 0")
+        if isinstance(approval_ttl, bool) or not isinstance(approval_ttl, (int, float)) or not approval_ttl > 0:
+            raise UsageError("approval_ttl must be a positive number of seconds")
+        if ledger is not None and not isinstance(ledger, Ledger):
+            raise UsageError(f"ledger must implement claim/complete/get, got {type(ledger).__name__}")
+        self.approval_ttl = float(approval_ttl)
+        # call instances this dispatcher answered (the last _REMEMBERED), and identities of id-less turns
+        self._answered: OrderedDict[tuple[str, str], ToolResult] = OrderedDict()
+        self._answered_lock = threading.Lock()
+        self._anonymous: dict[int, str] = {}
         self.registry = registry
         self.ledger: Ledger = ledger if ledger is not None else MemoryLedger()
         self.policy = policy
@@ -145,14 +200,18 @@ class Dispatcher:
         self._signer = Signer(approval_secret if approval_secret is not None else os.urandom(32))
 
     # ==== public API ===========================================================================================
-    def run(self, turn: Turn, *, conversation_id: str, approvals: Iterable[Approval] = (),
-            allow_unclean: bool = False) -> list[ToolResult]:
-        """Answer every call of ``turn``, in call order, running those that may run.
+    def run(self, turn: Turn, *, conversation_id: str, turn_id: str | None = None, choice: int = 0,
+            approvals: Iterable[Approval] = (), allow_unclean: bool = False) -> list[ToolResult]:
+        """Answer every call of choice ``choice`` of ``turn``, in call order, running those that may run.
 
-        ``approvals``: tokens from ``approve`` for calls that need approval. ``allow_unclean``: run the whole
-        calls of a turn that did not finish cleanly (default False: such a turn runs nothing).
+        ``turn_id``: identifies this model response in the conversation (unique per response, the same when the
+        response is dispatched again, after a restart too); default: the provider's response id. It makes the
+        ledger key of each call instance. ``choice``: which choice or candidate to dispatch (responses with
+        ``n > 1``); the others are not answered. ``approvals``: tokens from ``approve`` for calls that need
+        approval. ``allow_unclean``: run the whole calls of a turn that did not finish cleanly (default False:
+        such a turn runs nothing).
         """
-        plans = self._prepare(turn, conversation_id, approvals, allow_unclean)
+        plans = self._prepare(turn, conversation_id, turn_id, choice, approvals, allow_unclean)
         todo = [p for p in plans if p.result is None]
         if self._parallel(todo):
             # transitions fire on this thread; worker threads only run handlers and retries
@@ -172,10 +231,10 @@ class Dispatcher:
                     self._run_write(p, conversation_id)
         return self._finish(plans, conversation_id)
 
-    async def arun(self, turn: Turn, *, conversation_id: str, approvals: Iterable[Approval] = (),
-                   allow_unclean: bool = False) -> list[ToolResult]:
+    async def arun(self, turn: Turn, *, conversation_id: str, turn_id: str | None = None, choice: int = 0,
+                   approvals: Iterable[Approval] = (), allow_unclean: bool = False) -> list[ToolResult]:
         """The async twin of ``run``: async handlers are awaited, concurrent reads are gathered."""
-        plans = self._prepare(turn, conversation_id, approvals, allow_unclean)
+        plans = self._prepare(turn, conversation_id, turn_id, choice, approvals, allow_unclean)
         todo = [p for p in plans if p.result is None]
         if self._parallel(todo):
             for p in todo:
@@ -210,9 +269,11 @@ class Dispatcher:
                       call_id=request.call_id, local_id=request.local_id, name=_short(request.name),
                       reason="arguments_mismatch", where="approve")
             raise ApprovalError("approval request arguments do not match their hash", reason="arguments_mismatch")
+        now = time.time()
         token = Approval(conversation_id=request.conversation_id, call_id=request.call_id,
                          local_id=request.local_id, name=request.name, args_sha256=request.args_sha256,
-                         approver=str(approver), issued_at=time.time())
+                         approver=str(approver), issued_at=now, turn_id=request.turn_id,
+                         expires_at=now + self.approval_ttl)
         token = msgspec.structs.replace(token, signature=self._signer.approval_mac(token))
         _log.emit(_log.INFO, "dispatch.approved", conversation_id=request.conversation_id, call_id=request.call_id,
                   local_id=request.local_id, name=request.name, approver=str(approver),
@@ -220,13 +281,33 @@ class Dispatcher:
         return token
 
     # ==== phase 1: decide, without running anything ===========================================================
-    def _prepare(self, turn: Turn, conversation_id: str, approvals: Iterable[Approval],
-                 allow_unclean: bool) -> list[_Plan]:
+    def _prepare(self, turn: Turn, conversation_id: str, turn_id: str | None, choice: int,
+                 approvals: Iterable[Approval], allow_unclean: bool) -> list[_Plan]:
         if not isinstance(conversation_id, str) or not conversation_id:
             raise UsageError("conversation_id must be a non-empty string")
+        if not isinstance(turn, Turn):
+            raise UsageError(f"run() takes a Turn (from toolwire.parse or StreamParser), got {type(turn).__name__}")
+        if isinstance(choice, bool) or not isinstance(choice, int) or choice < 0:
+            raise UsageError(f"choice must be an int >= 0, got {choice!r}")
+        known = {c.index for c in turn.choices} | {c.choice for c in turn.calls} | {0}
+        if choice not in known:
+            raise UsageError(f"choice {choice} is not in this turn (choices: {sorted(known)})")
         tokens = self._tokens(approvals, conversation_id)
-        plans = [_Plan(call) for call in turn.calls]
-        clean = turn.finished_cleanly
+        ident = self._turn_identity(turn, turn_id, conversation_id)
+        calls = [c for c in turn.calls if c.choice == choice]
+        handed_over = [c for c in calls if c.state in _HANDED_OVER]
+        for call in handed_over:
+            # the table refuses it (logged as call.invalid_transition) before anything of the turn runs
+            rec = CallRecord.resume(call)
+            try:
+                rec.dispatch()
+            finally:
+                rec.release()
+        plans = [_Plan(call) for call in calls]
+        for p in plans:
+            p.args_hash = _arguments_hash(p.call)
+            p.instance = LedgerKey.for_call(conversation_id, p.call, p.args_hash, turn=ident)
+        clean = turn.choice_finished_cleanly(choice)
         if not clean and plans:
             _log.emit(_log.WARNING, "dispatch.unclean_turn", provider=turn.provider,
                       conversation_id=conversation_id,
@@ -246,10 +327,52 @@ class Dispatcher:
                 p.result = self._result(call, K.NOT_RUN,
                                         f"Not run: the call was {call.state.value} ({reason}); nothing ran.")
                 continue
-            self._prepare_call(p, turn, conversation_id, tokens)
+            before = self._remembered(p)
+            if before is not None:
+                _log.emit(_log.INFO, "dispatch.answered_before", provider=call.provider,
+                          conversation_id=conversation_id, call_id=call.call_id, local_id=call.local_id,
+                          name=_short(call.name), kind=before.kind.value)
+                self._dispatch(p)
+                self._answer(p, msgspec.structs.replace(before, call_id=call.call_id, local_id=call.local_id,
+                                                        name=call.name, history=[]))
+                continue
+            self._prepare_call(p, turn, conversation_id, ident, tokens)
         return plans
 
-    def _prepare_call(self, p: _Plan, turn: Turn, conversation_id: str, tokens: list[Approval]) -> None:
+    def _turn_identity(self, turn: Turn, turn_id: str | None, conversation_id: str) -> str:
+        """What identifies ``turn`` among the conversation's model responses (the first part of its calls' keys)."""
+        if turn_id is not None:
+            if not isinstance(turn_id, str) or not turn_id:
+                raise UsageError("turn_id must be a non-empty string (or None to use the response id)")
+            return "turn:" + turn_id
+        if turn.response_id:
+            return "response:" + turn.response_id
+        key = id(turn)
+        ident = self._anonymous.get(key)
+        if ident is None:
+            ident = self._anonymous[key] = "anonymous:" + uuid.uuid4().hex
+            weakref.finalize(turn, self._anonymous.pop, key, None)
+            _log.emit(_log.WARNING, "dispatch.turn_unidentified", provider=turn.provider,
+                      conversation_id=conversation_id, calls=len(turn.calls))
+        return ident
+
+    def _remembered(self, p: _Plan) -> ToolResult | None:
+        with self._answered_lock:
+            result = self._answered.get((p.instance.conversation_id, p.instance.call_key))
+            if result is not None:
+                self._answered.move_to_end((p.instance.conversation_id, p.instance.call_key))
+            return result
+
+    def _remember(self, p: _Plan) -> None:
+        if p.instance is None or p.result is None or p.result.kind in _NOT_REMEMBERED:
+            return
+        with self._answered_lock:
+            self._answered[(p.instance.conversation_id, p.instance.call_key)] = p.result
+            while len(self._answered) > _REMEMBERED:
+                self._answered.popitem(last=False)
+
+    def _prepare_call(self, p: _Plan, turn: Turn, conversation_id: str, ident: str,
+                      tokens: list[Approval]) -> None:
         call = p.call
         # 1. exact-name lookup (no normalisation): a hallucinated wrapper is just an unknown tool
         tool = self.registry.get(call.name)
@@ -265,8 +388,14 @@ class Dispatcher:
                          f"Available tools: {listed or '(none)'}.")
             return
         p.tool = tool
-        # 2. arguments
-        if call.args is None:
+        # 2. arguments (a custom tool takes the text; every other tool a JSON object)
+        if tool.kind == "custom" and call.args is None and call.problem is None:
+            try:
+                p.value = tool.validate(call.raw_arguments)
+            except ArgumentsInvalid as exc:  # pragma: no cover - raw_arguments is always text
+                self._reject(p, K.INVALID_ARGUMENTS, f"Invalid input for {tool.name}: {exc.message}.")
+                return
+        elif call.args is None:
             detail = call.problem.message if call.problem else "no argument object"
             _log.emit(_log.INFO, "dispatch.invalid_arguments", provider=call.provider,
                       conversation_id=conversation_id, call_id=call.call_id, local_id=call.local_id, name=tool.name,
@@ -275,20 +404,39 @@ class Dispatcher:
                          f"Invalid arguments for {tool.name}: the arguments are not a JSON object ({detail}) "
                          "- at `$`. Nothing was run; send the call again with a valid JSON object.")
             return
-        try:
-            p.value = tool.validate(call.args)
-        except ArgumentsInvalid as exc:
-            _log.emit(_log.INFO, "dispatch.invalid_arguments", provider=call.provider,
-                      conversation_id=conversation_id, call_id=call.call_id, local_id=call.local_id, name=tool.name,
-                      path=exc.path, problem="schema")
-            _log.emit(_log.DEBUG, "dispatch.invalid_arguments_detail", provider=call.provider,
-                      conversation_id=conversation_id, call_id=call.call_id, local_id=call.local_id, name=tool.name,
-                      message=exc.message)
-            self._reject(p, K.INVALID_ARGUMENTS,
-                         f"Invalid arguments for {tool.name}: {exc.message}. Nothing was run; "
-                         "correct the arguments and call again.")
-            return
-        p.args_hash = arguments_sha256(call.args)
+        else:
+            try:
+                p.value = tool.validate(call.args)
+            except ArgumentsInvalid as exc:
+                _log.emit(_log.INFO, "dispatch.invalid_arguments", provider=call.provider,
+                          conversation_id=conversation_id, call_id=call.call_id, local_id=call.local_id,
+                          name=tool.name, path=exc.path, problem="schema")
+                if _log.LOG_ARGUMENTS:
+                    # validators quote the offending values: only when the application opted in to argument logs
+                    _log.emit(_log.DEBUG, "dispatch.invalid_arguments_detail", provider=call.provider,
+                              conversation_id=conversation_id, call_id=call.call_id, local_id=call.local_id,
+                              name=tool.name, message=exc.message)
+                self._reject(p, K.INVALID_ARGUMENTS,
+                             f"Invalid arguments for {tool.name}: {exc.message}. Nothing was run; "
+                             "correct the arguments and call again.")
+                return
+        # the ledger key a write claims: the tool's own idempotency key, else the call instance
+        p.key = p.instance
+        p.fingerprint = f"{tool.name}:{p.args_hash}"
+        if tool.effect == "write" and tool.idempotency_key is not None:
+            try:
+                own = tool.idempotency_key(call.args if tool.kind != "custom" else call.raw_arguments)
+                if not isinstance(own, str) or not own:
+                    raise TypeError(f"idempotency_key returned {type(own).__name__}, not a non-empty str")
+            except Exception as exc:  # noqa: BLE001 - the key function is application code
+                _log.emit(_log.ERROR, "dispatch.idempotency_key_error", provider=call.provider,
+                          conversation_id=conversation_id, call_id=call.call_id, local_id=call.local_id,
+                          name=tool.name, error=type(exc).__name__)
+                self._reject(p, K.HANDLER_FAILED, f"{tool.name} could not be started: its idempotency key could "
+                                                  "not be computed. Nothing was run.")
+                return
+            p.key = LedgerKey.for_idempotency_key(conversation_id, tool.name, own)
+            p.fingerprint = tool.name
         # 3. authorization: only the policy's decision, and a verified approval, let a call run
         decision = self._decide(call, tool, turn, conversation_id)
         if decision.verdict == "deny":
@@ -297,10 +445,13 @@ class Dispatcher:
             self._reject(p, K.DENIED, f"Denied: {tool.name} may not run here"
                          + (f" ({decision.reason})." if decision.reason else ".") + " Nothing was run.")
             return
-        if decision.verdict == "needs_approval" and not self._approved(p, conversation_id, tokens):
+        if decision.verdict == "needs_approval" and not self._approved(p, conversation_id, ident, tokens):
+            if p.result is not None:  # the approval could not be checked (ledger unavailable)
+                return
             request = ApprovalRequest(conversation_id=conversation_id, call_id=call.call_id,
                                       local_id=call.local_id, name=tool.name, args_sha256=p.args_hash,
-                                      arguments=call.args, reason=decision.reason)
+                                      arguments=call.args if tool.kind != "custom" else call.raw_arguments,
+                                      reason=decision.reason, turn_id=ident)
             request = msgspec.structs.replace(request, signature=self._signer.request_mac(request))
             _log.emit(_log.INFO, "dispatch.approval_required", provider=call.provider,
                       conversation_id=conversation_id, call_id=call.call_id, local_id=call.local_id, name=tool.name,
@@ -336,9 +487,13 @@ class Dispatcher:
 
     def _tokens(self, approvals: Iterable[Any], conversation_id: str) -> list[Approval]:
         tokens: list[Approval] = []
-        if isinstance(approvals, (Approval, ApprovalRequest)):
+        if isinstance(approvals, (Approval, ApprovalRequest, dict)):
             approvals = [approvals]
-        for a in approvals or ():
+        if approvals is None:
+            approvals = ()
+        if isinstance(approvals, (str, bytes)) or not isinstance(approvals, Iterable):
+            raise UsageError(f"approvals must be an iterable of Approval, got {type(approvals).__name__}")
+        for a in approvals:
             if isinstance(a, dict):
                 try:
                     a = msgspec.convert(a, Approval)
@@ -351,10 +506,12 @@ class Dispatcher:
             tokens.append(a)
         return tokens
 
-    def _approved(self, p: _Plan, conversation_id: str, tokens: Sequence[Approval]) -> bool:
+    def _approved(self, p: _Plan, conversation_id: str, ident: str, tokens: Sequence[Approval]) -> bool:
+        """True when a valid, unexpired, unused approval for exactly this call instance was given; it is
+        consumed (recorded in the ledger) here, right before the call runs."""
         call = p.call
         for a in tokens:
-            if not approval_targets(a, conversation_id, call.call_id, call.local_id):
+            if not approval_targets(a, conversation_id, ident, call.call_id, call.local_id):
                 continue
             if not self._signer.approval_valid(a):
                 reason = "bad_signature"
@@ -362,13 +519,36 @@ class Dispatcher:
                 reason = "name_mismatch"
             elif a.args_sha256 != p.args_hash:
                 reason = "arguments_mismatch"
+            elif a.expires_at <= time.time():
+                reason = "expired"
             else:
-                _log.emit(_log.INFO, "dispatch.approval_accepted", conversation_id=conversation_id,
-                          call_id=call.call_id, local_id=call.local_id, name=p.tool.name, approver=a.approver)
-                return True
+                used = self._consume(p, a, conversation_id)
+                if used is None:
+                    return False
+                if used:
+                    _log.emit(_log.INFO, "dispatch.approval_accepted", conversation_id=conversation_id,
+                              call_id=call.call_id, local_id=call.local_id, name=p.tool.name, approver=a.approver)
+                    return True
+                reason = "already_used"
             _log.emit(_log.WARNING, "dispatch.approval_invalid", conversation_id=conversation_id,
                       call_id=call.call_id, local_id=call.local_id, name=p.tool.name, reason=reason, where="run")
         return False
+
+    def _consume(self, p: _Plan, a: Approval, conversation_id: str) -> bool | None:
+        """Record the approval as used. True: this call may run on it. False: it was used before (by another
+        dispatch of this instance; a write then goes on to find its own ledger record, which answers it).
+        None: the ledger failed (the call is answered ``not_run``)."""
+        try:
+            before = self.ledger.claim(LedgerKey.for_approval(conversation_id, a.signature),
+                                       p.instance.call_key)
+            if before is None:
+                return True
+            # a write dispatched again on its approval: its own ledger record answers it (or, if it never
+            # started, it runs now, once)
+            return p.tool.effect == "write" and before.fingerprint == p.instance.call_key
+        except Exception as exc:  # noqa: BLE001 - a ledger of the application's may raise anything
+            self._ledger_failed(p, conversation_id, "approve", exc)
+            return None
 
     @staticmethod
     def _unclean_reason(turn: Turn) -> str:
@@ -403,6 +583,7 @@ class Dispatcher:
     def _finish(self, plans: list[_Plan], conversation_id: str) -> list[ToolResult]:
         results: list[ToolResult] = []
         for p in plans:
+            self._remember(p)
             r = p.result
             if p.rec is not None:
                 r.history = [Transition(t, a, b, n) for t, a, b, n in p.rec.history]
@@ -429,7 +610,7 @@ class Dispatcher:
         """Judge one read attempt: the call's result, or the delay before the next attempt."""
         tool, call = p.tool, p.call
         if outcome.status == "ok":
-            return self._result(call, K.OK, _jsonable(outcome.value, call, conversation_id))
+            return self._ok_result(p, outcome.value, conversation_id)
         if outcome.status == "timeout":
             _log.emit(_log.WARNING, "dispatch.handler_timeout", provider=call.provider,
                       conversation_id=conversation_id, call_id=call.call_id, local_id=call.local_id, name=tool.name,
@@ -454,45 +635,59 @@ class Dispatcher:
         return (f"{tool.name} failed ({type(exc).__name__}): it could not complete, so there is no result. "
                 "This is a failure, not an empty answer.")
 
-    def _write_begin(self, p: _Plan, conversation_id: str, claim: Callable[[LedgerKey], LedgerRecord | None]
-                     ) -> LedgerKey | None:
-        """Claim the write's ledger key. Returns the key when this caller must run the handler; otherwise
-        answers ``p`` (stored result, outcome unknown, conflict or ledger failure) and returns None."""
-        call, tool = p.call, p.tool
-        key = LedgerKey.for_call(conversation_id, call, p.args_hash)
+    def _write_claim(self, p: _Plan, conversation_id: str) -> tuple[LedgerRecord | None, BaseException | None]:
+        """Claim the write's ledger key (after the table allowed its dispatch): the existing record, or the
+        ledger's failure."""
         try:
-            existing = claim(key)
-        except LedgerError as exc:
-            _log.emit(_log.ERROR, "dispatch.ledger_error", provider=call.provider, conversation_id=conversation_id,
-                      call_id=call.call_id, local_id=call.local_id, name=tool.name, op="claim", error=str(exc))
-            self._reject(p, K.NOT_RUN, f"Not run: {tool.name} changes state and its idempotency ledger is "
-                                       "unavailable, so it was not started.")
-            return None
-        fingerprint = self._fingerprint(p)
-        if existing is not None and existing.fingerprint and existing.fingerprint != fingerprint:
+            return self.ledger.claim(p.key, p.fingerprint), None
+        except Exception as exc:  # noqa: BLE001 - a ledger of the application's may raise anything
+            return None, exc
+
+    def _write_claimed(self, p: _Plan, conversation_id: str, existing: LedgerRecord | None,
+                       failure: BaseException | None) -> bool:
+        """Judge the claim of a dispatched write. True when this caller must run the handler; otherwise
+        answers ``p`` (stored result, outcome unknown, conflict or ledger failure) and returns False."""
+        call, tool = p.call, p.tool
+        if failure is not None:
+            self._ledger_failed(p, conversation_id, "claim", failure)
+            return False
+        if existing is None:
+            return True
+        if existing.fingerprint and existing.fingerprint != p.fingerprint:
             _log.emit(_log.ERROR, "dispatch.ledger_conflict", provider=call.provider,
                       conversation_id=conversation_id, call_id=call.call_id, local_id=call.local_id, name=tool.name,
                       status=existing.status)
-            self._reject(p, K.NOT_RUN, f"Not run: the id of this {tool.name} call was already used for a "
-                                       "different call in this conversation.")
-            return None
-        self._dispatch(p)
-        if existing is None:
-            return key
+            self._answer(p, self._result(call, K.NOT_RUN, f"Not run: the ledger key of this {tool.name} call was "
+                                                          "already used for a different call in this conversation."))
+            return False
         if existing.status == "completed" and existing.result is not None:
             _log.emit(_log.INFO, "dispatch.ledger_replay", provider=call.provider, conversation_id=conversation_id,
                       call_id=call.call_id, local_id=call.local_id, name=tool.name, kind=existing.result.kind.value)
             stored = msgspec.structs.replace(existing.result, call_id=call.call_id, local_id=call.local_id,
-                                             name=call.name)
+                                             name=call.name, history=[])
             self._answer(p, stored)
-            return None
+            return False
         _log.emit(_log.WARNING, "dispatch.outcome_unknown", provider=call.provider, conversation_id=conversation_id,
                   call_id=call.call_id, local_id=call.local_id, name=tool.name, reason="started_without_completion")
         self._answer(p, self._result(call, K.OUTCOME_UNKNOWN,
                                      f"{tool.name} was started earlier but its completion was never recorded: "
                                      "it may or may not have taken effect. It was not run again; check before "
                                      "retrying."))
-        return None
+        return False
+
+    def _ledger_failed(self, p: _Plan, conversation_id: str, op: str, exc: BaseException) -> None:
+        """The ledger could not be used before the call ran: answer ``not_run`` (nothing was started)."""
+        call, tool = p.call, p.tool
+        _log.emit(_log.ERROR, "dispatch.ledger_error", provider=call.provider, conversation_id=conversation_id,
+                  call_id=call.call_id, local_id=call.local_id, name=tool.name, op=op,
+                  error=f"{type(exc).__name__}: {_short(exc, 200)}")
+        text = (f"Not run: {tool.name} changes state and its idempotency ledger is unavailable, so it was not "
+                "started.") if op == "claim" else (f"Not run: the approval of {tool.name} could not be recorded "
+                                                   "because the ledger is unavailable.")
+        if p.rec is not None and p.rec.state is CallState.DISPATCHED:
+            self._answer(p, self._result(call, K.NOT_RUN, text))
+        else:
+            self._reject(p, K.NOT_RUN, text)
 
     def _write_end(self, p: _Plan, key: LedgerKey, outcome: _Outcome, conversation_id: str,
                    complete: Callable[[LedgerKey, ToolResult], None]) -> None:
@@ -507,7 +702,7 @@ class Dispatcher:
                                          "not have taken effect. It will not be run again automatically."))
             return
         if outcome.status == "ok":
-            result = self._result(call, K.OK, _jsonable(outcome.value, call, conversation_id))
+            result = self._ok_result(p, outcome.value, conversation_id)
         else:
             exc = outcome.value
             _log.emit(_log.WARNING, "dispatch.handler_failed", provider=call.provider,
@@ -516,14 +711,21 @@ class Dispatcher:
             result = self._result(call, K.HANDLER_FAILED, self._failure_text(tool, exc))
         try:
             complete(key, result)
-        except LedgerError as exc:
+        except Exception as exc:  # noqa: BLE001 - the effect happened: the caller still gets its result
             _log.emit(_log.ERROR, "dispatch.ledger_error", provider=call.provider, conversation_id=conversation_id,
-                      call_id=call.call_id, local_id=call.local_id, name=tool.name, op="complete", error=str(exc))
+                      call_id=call.call_id, local_id=call.local_id, name=tool.name, op="complete",
+                      error=f"{type(exc).__name__}: {_short(exc, 200)}")
         self._answer(p, result)
 
-    @staticmethod
-    def _fingerprint(p: _Plan) -> str:
-        return f"{p.tool.name}:{p.args_hash}"
+    def _ok_result(self, p: _Plan, value: Any, conversation_id: str) -> ToolResult:
+        """The result of a handler that returned: its value as JSON, or ``result_unusable``."""
+        content, usable = _jsonable(value, p.call, conversation_id)
+        if usable:
+            return self._result(p.call, K.OK, content)
+        done = " It ran and its action took effect: do not repeat it." if p.tool.effect == "write" else ""
+        return self._result(p.call, K.RESULT_UNUSABLE,
+                            f"{p.tool.name} returned a value of type {type(value).__name__} that cannot be sent back "
+                            f"as JSON or text, so no result is available.{done}")
 
     # ==== phase 2, sync ========================================================================================
     def _run_read(self, p: _Plan, conversation_id: str) -> None:
@@ -541,13 +743,12 @@ class Dispatcher:
                 time.sleep(step)
 
     def _run_write(self, p: _Plan, conversation_id: str) -> None:
-        fingerprint = self._fingerprint(p)
-        key = self._write_begin(p, conversation_id, lambda k: self.ledger.claim(k, fingerprint))
-        if key is None:
+        self._dispatch(p)  # the table first: a call it refuses never leaves a ledger entry
+        if not self._write_claimed(p, conversation_id, *self._write_claim(p, conversation_id)):
             return
         p.attempts += 1
         outcome = self._invoke_sync(p.tool, p.value)
-        self._write_end(p, key, outcome, conversation_id, self.ledger.complete)
+        self._write_end(p, p.key, outcome, conversation_id, self.ledger.complete)
 
     @staticmethod
     def _invoke_sync(tool: Tool, value: Any) -> _Outcome:
@@ -592,33 +793,21 @@ class Dispatcher:
                 await asyncio.sleep(step)
 
     async def _arun_write(self, p: _Plan, conversation_id: str) -> None:
-        fingerprint = self._fingerprint(p)
-        try:
-            existing = await asyncio.to_thread(self.ledger.claim, LedgerKey.for_call(conversation_id, p.call,
-                                                                                    p.args_hash), fingerprint)
-            claim_error: LedgerError | None = None
-        except LedgerError as exc:
-            existing, claim_error = None, exc
-
-        def claimed(_key: LedgerKey) -> LedgerRecord | None:
-            if claim_error is not None:
-                raise claim_error
-            return existing
-
-        key = self._write_begin(p, conversation_id, claimed)
-        if key is None:
+        self._dispatch(p)  # the table first: a call it refuses never leaves a ledger entry
+        existing, failure = await asyncio.to_thread(self._write_claim, p, conversation_id)
+        if not self._write_claimed(p, conversation_id, existing, failure):
             return
         p.attempts += 1
         outcome = await self._invoke_async(p.tool, p.value)
         result_box: list[tuple[LedgerKey, ToolResult]] = []
-        self._write_end(p, key, outcome, conversation_id, lambda k, r: result_box.append((k, r)))
+        self._write_end(p, p.key, outcome, conversation_id, lambda k, r: result_box.append((k, r)))
         if result_box:
             try:
                 await asyncio.to_thread(self.ledger.complete, *result_box[0])
-            except LedgerError as exc:
+            except Exception as exc:  # noqa: BLE001 - the effect happened: the caller still gets its result
                 _log.emit(_log.ERROR, "dispatch.ledger_error", provider=p.call.provider,
                           conversation_id=conversation_id, call_id=p.call.call_id, local_id=p.call.local_id,
-                          name=p.tool.name, op="complete", error=str(exc))
+                          name=p.tool.name, op="complete", error=f"{type(exc).__name__}: {_short(exc, 200)}")
 
     @staticmethod
     async def _invoke_async(tool: Tool, value: Any) -> _Outcome:

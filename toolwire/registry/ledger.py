@@ -11,8 +11,17 @@ Protocol (small on purpose, so Redis and PostgreSQL ledgers can follow):
 ``fingerprint`` (tool name and arguments hash) is stored beside the key, so a key reused for a different call is
 noticed rather than answered with another call's result.
 
-Keys: ``LedgerKey(conversation_id, call_key)``; ``call_key`` is ``"id:" + call_id`` when the provider sent an id,
-otherwise ``"local:" + local_id + ":" + arguments sha256`` (``LedgerKey.for_call``), or an explicit key.
+Keys: ``LedgerKey(conversation_id, call_key)``. The dispatcher uses three kinds of ``call_key``:
+
+* a call *instance* (``LedgerKey.for_call``): ``"call:" + turn + "|" + ref + "|" + arguments sha256``, where
+  ``turn`` identifies the model response the call came from (``"turn:" + turn_id`` given by the caller, else
+  ``"response:" + response_id`` sent by the provider) and ``ref`` is ``"id:" + call_id`` (the provider's id) or
+  ``"local:" + local_id`` (its position in the turn) when the provider sent none. The same call dispatched again
+  (a re-dispatch, a restarted process parsing the same bytes) has the same key; an identical call in a later
+  turn, or a reused id with other arguments, has another.
+* a tool's own key (``Tool(..., idempotency_key=fn)``): ``"key:" + tool name + ":" + fn(args)``, so the same
+  action re-planned under a new call id finds the first one's record.
+* a consumed approval: ``"approval:" + the approval's signature`` (it is never completed).
 """
 
 from __future__ import annotations
@@ -41,11 +50,21 @@ class LedgerKey(msgspec.Struct, frozen=True):
     call_key: str
 
     @classmethod
-    def for_call(cls, conversation_id: str, call: ToolCall, args_sha256: str) -> "LedgerKey":
-        """The key of ``call``: its provider id, or (without one) its local id and arguments hash."""
-        if call.call_id:
-            return cls(conversation_id, "id:" + call.call_id)
-        return cls(conversation_id, f"local:{call.local_id}:{args_sha256}")
+    def for_call(cls, conversation_id: str, call: ToolCall, args_sha256: str, *, turn: str) -> "LedgerKey":
+        """The key of one call instance: the turn's identity, the call's provider id (or, without one, its local
+        id) and its arguments hash."""
+        ref = "id:" + call.call_id if call.call_id else "local:" + call.local_id
+        return cls(conversation_id, f"call:{turn}|{ref}|{args_sha256}")
+
+    @classmethod
+    def for_idempotency_key(cls, conversation_id: str, tool_name: str, key: str) -> "LedgerKey":
+        """The key of a write whose tool names its own idempotency key."""
+        return cls(conversation_id, f"key:{tool_name}:{key}")
+
+    @classmethod
+    def for_approval(cls, conversation_id: str, signature: str) -> "LedgerKey":
+        """The key that marks an approval as used."""
+        return cls(conversation_id, "approval:" + signature)
 
 
 class LedgerRecord(msgspec.Struct, kw_only=True):
@@ -188,7 +207,10 @@ class SQLiteLedger:
         return None if claimed else self._record(key, row)
 
     def complete(self, key: LedgerKey, result: ToolResult) -> None:
-        blob = msgspec.json.encode(result)
+        try:
+            blob = msgspec.json.encode(result)
+        except (TypeError, ValueError, OverflowError, RecursionError) as exc:
+            raise LedgerError(f"ledger complete failed for {key!r}: the result cannot be stored ({exc})") from exc
         with self._lock:
             conn = self._connection()
             try:
@@ -229,7 +251,10 @@ class SQLiteLedger:
         if row is None:  # pragma: no cover - a row that conflicted cannot vanish inside the transaction
             raise LedgerError(f"ledger row for {key!r} disappeared")
         status, fingerprint, blob, started_at, completed_at = row
-        result = _result_decoder.decode(blob) if blob is not None else None
+        try:
+            result = _result_decoder.decode(blob) if blob is not None else None
+        except (msgspec.DecodeError, TypeError, ValueError) as exc:
+            raise LedgerError(f"ledger row for {key!r} holds a result that cannot be read ({exc})") from exc
         return LedgerRecord(key=key, status=status, fingerprint=fingerprint, result=result,
                             started_at=started_at, completed_at=completed_at)
 

@@ -24,6 +24,7 @@ class ResultKind(str, enum.Enum):
     HANDLER_FAILED = "handler_failed"  # the handler raised ("could not look"), after any read retries
     HANDLER_TIMEOUT = "handler_timeout"  # a read's handler did not return in time
     OUTCOME_UNKNOWN = "outcome_unknown"  # a write started earlier (or timed out) without a recorded completion
+    RESULT_UNUSABLE = "result_unusable"  # the handler returned, but its value cannot be sent as JSON or text
     NOT_RUN = "not_run"  # the turn did not finish cleanly, or the call was truncated/errored; nothing ran
 
     def __str__(self) -> str:  # pragma: no cover - cosmetic

@@ -10,6 +10,13 @@ Three ways to declare a tool:
   handler is called with one positional argument, the validated argument dict.
 * ``Tool.from_mcp(entry, handler, effect=...)``: an MCP ``tools/list`` entry (``name``, ``description``,
   ``inputSchema``); same calling convention as ``from_schema``.
+* ``Tool.custom(name, handler, effect=...)``: a free-text custom tool (OpenAI Responses ``custom`` tools): the
+  model sends text, not a JSON object, optionally constrained by a grammar or regex ``format``; the handler is
+  called with that text.
+
+Writes may name an ``idempotency_key``: a callable ``(args) -> str`` whose key, scoped to the conversation,
+identifies the effect, so that the same action re-planned by the model under a new call id (after a crash between
+the effect and its recorded result) runs nothing and is answered from the ledger.
 
 Every name is checked at declaration against the strictest rule all providers accept (``NAME_RULE``), so a
 name that one provider would reject fails here, not when a request fails (PITFALL 28).
@@ -32,9 +39,14 @@ import msgspec
 
 from .errors import ToolDeclarationError, ToolNameError
 
-__all__ = ["Tool", "Effect", "NAME_RULE", "NAME_PATTERN", "DEFAULT_TIMEOUT", "check_tool_name"]
+__all__ = ["Tool", "Effect", "ToolKind", "IdempotencyKey", "NAME_RULE", "NAME_PATTERN", "DEFAULT_TIMEOUT",
+           "check_tool_name"]
 
 Effect = Literal["read", "write"]
+ToolKind = Literal["function", "custom"]
+#: ``idempotency_key(args) -> str``: the key of the effect a write call would have (``args`` is the argument
+#: object as the model sent it, or the text for a custom tool)
+IdempotencyKey = Callable[[Any], str]
 
 #: The strictest tool-name rule every provider accepts: OpenAI ``^[a-zA-Z0-9_-]{1,64}$``; Anthropic allows 128
 #: characters of the same set; Gemini allows 128 but the first must be a letter or an underscore.
@@ -110,6 +122,38 @@ def _check_handler(name: str, handler: object) -> Callable[..., Any]:
     if not callable(handler):
         raise ToolDeclarationError(f"tool {name!r}: handler is not callable", tool=name, rule="callable handler")
     return handler  # type: ignore[return-value]
+
+
+def _check_idempotency_key(name: str, effect: str, key: object) -> IdempotencyKey | None:
+    if key is None:
+        return None
+    if not callable(key):
+        raise ToolDeclarationError(f"tool {name!r}: idempotency_key must be a callable (args) -> str",
+                                   tool=name, rule="callable idempotency_key")
+    if effect != "write":
+        raise ToolDeclarationError(f"tool {name!r}: idempotency_key is for writes (a read may run any number of "
+                                   "times)", tool=name, rule="idempotency_key only with effect='write'")
+    return key  # type: ignore[return-value]
+
+
+_FORMAT_TYPES = ("text", "grammar")
+_GRAMMAR_SYNTAXES = ("lark", "regex")
+
+
+def _check_format(name: str, fmt: object) -> dict[str, Any] | None:
+    """A Responses custom tool ``format``: ``{"type": "text"}`` or ``{"type": "grammar", "syntax": "lark" |
+    "regex", "definition": str}``."""
+    if fmt is None:
+        return None
+    rule = 'format {"type": "text"} or {"type": "grammar", "syntax": "lark"|"regex", "definition": str}'
+    if not isinstance(fmt, Mapping) or fmt.get("type") not in _FORMAT_TYPES:
+        raise ToolDeclarationError(f"tool {name!r}: invalid custom tool format {fmt!r}", tool=name, rule=rule)
+    if fmt["type"] == "grammar":
+        if fmt.get("syntax") not in _GRAMMAR_SYNTAXES or not isinstance(fmt.get("definition"), str) \
+                or not fmt["definition"]:
+            raise ToolDeclarationError(f"tool {name!r}: a grammar format needs syntax 'lark' or 'regex' and a "
+                                       "non-empty definition", tool=name, rule=rule)
+    return copy.deepcopy(dict(fmt))
 
 
 def _is_async(handler: Callable[..., Any]) -> bool:
@@ -227,19 +271,23 @@ class Tool:
     """One declared tool. Frozen after construction.
 
     Attributes: ``name``, ``description``, ``input_schema`` (a JSON Schema object; do not mutate it),
-    ``effect`` (``"read"`` or ``"write"``), ``handler`` (sync or async callable), ``timeout`` (seconds or None).
+    ``effect`` (``"read"`` or ``"write"``), ``handler`` (sync or async callable), ``timeout`` (seconds or None),
+    ``kind`` (``"function"``, or ``"custom"`` for a free-text tool, whose ``format`` is its grammar or None),
+    ``idempotency_key`` (None, or the callable naming a write's effect).
 
     Constructing ``Tool(...)`` directly is the same as ``Tool.from_schema``: the schema is validated with
     jsonschema-rs and the handler receives the argument dict as its single positional argument.
     """
 
     __slots__ = ("name", "description", "input_schema", "effect", "handler", "timeout", "is_async",
-                 "_validate", "_invoke")
+                 "kind", "format", "idempotency_key", "_validate", "_invoke")
 
     def __init__(self, name: str, description: str, input_schema: Mapping[str, Any], effect: Effect,
                  handler: Callable[..., Any], timeout: float | None = DEFAULT_TIMEOUT, *,
+                 idempotency_key: IdempotencyKey | None = None,
                  _validate: Callable[[Any], Any] | None = None,
-                 _invoke: Callable[[Callable[..., Any], Any], Any] | None = None) -> None:
+                 _invoke: Callable[[Callable[..., Any], Any], Any] | None = None,
+                 _kind: ToolKind = "function", _format: Mapping[str, Any] | None = None) -> None:
         check_tool_name(name)
         set_ = object.__setattr__
         set_(self, "name", name)
@@ -248,6 +296,9 @@ class Tool:
         set_(self, "handler", _check_handler(name, handler))
         set_(self, "timeout", _check_timeout(name, timeout))
         set_(self, "is_async", _is_async(handler))
+        set_(self, "kind", _kind)
+        set_(self, "format", _check_format(name, _format) if _kind == "custom" else None)
+        set_(self, "idempotency_key", _check_idempotency_key(name, effect, idempotency_key))
         if _validate is None:
             schema = copy.deepcopy(dict(input_schema)) if isinstance(input_schema, Mapping) else input_schema
             _validate = _schema_validator(name, schema)
@@ -264,18 +315,21 @@ class Tool:
         raise AttributeError(f"Tool is frozen: cannot delete {key!r}")
 
     def __repr__(self) -> str:
-        return f"Tool(name={self.name!r}, effect={self.effect!r}, timeout={self.timeout!r})"
+        kind = ", kind='custom'" if self.kind == "custom" else ""
+        return f"Tool(name={self.name!r}, effect={self.effect!r}, timeout={self.timeout!r}{kind})"
 
     # ---- constructors -----------------------------------------------------------------------------------
     @classmethod
     def from_function(cls, fn: Callable[..., Any], *, effect: Effect, name: str | None = None,
-                      description: str | None = None, timeout: float | None = DEFAULT_TIMEOUT) -> "Tool":
+                      description: str | None = None, timeout: float | None = DEFAULT_TIMEOUT,
+                      idempotency_key: IdempotencyKey | None = None) -> "Tool":
         """Declare ``fn`` as a tool: its parameters make the schema, its docstring the description.
 
         Parameters may be annotated with anything msgspec can convert (``str``, ``int``, ``Literal``,
         ``Annotated[..., msgspec.Meta(...)]``, msgspec Structs, lists, dicts …); unannotated ones accept any
         JSON value. ``*args``, ``**kwargs`` and positional-only parameters are refused. Validation is strict
-        (no ``"12"`` → ``12``) and unknown argument names are refused.
+        (no ``"12"`` → ``12``) and unknown argument names are refused. ``idempotency_key`` (writes only): see
+        the module docstring.
         """
         tool_name = name if name is not None else getattr(fn, "__name__", None)
         check_tool_name(tool_name)
@@ -297,17 +351,39 @@ class Tool:
             return handler(**{f: getattr(value, f) for f in fields})
 
         doc = description if description is not None else (inspect.getdoc(fn) or "")
-        return cls(tool_name, doc, schema, effect, fn, timeout, _validate=validate, _invoke=invoke)
+        return cls(tool_name, doc, schema, effect, fn, timeout, idempotency_key=idempotency_key,
+                   _validate=validate, _invoke=invoke)
 
     @classmethod
     def from_schema(cls, name: str, schema: Mapping[str, Any], handler: Callable[..., Any], *, effect: Effect,
-                    description: str = "", timeout: float | None = DEFAULT_TIMEOUT) -> "Tool":
+                    description: str = "", timeout: float | None = DEFAULT_TIMEOUT,
+                    idempotency_key: IdempotencyKey | None = None) -> "Tool":
         """Declare a tool from a raw JSON Schema; ``handler(args_dict)`` is called with validated arguments."""
-        return cls(name, description, schema, effect, handler, timeout)
+        return cls(name, description, schema, effect, handler, timeout, idempotency_key=idempotency_key)
+
+    @classmethod
+    def custom(cls, name: str, handler: Callable[..., Any], *, effect: Effect, description: str = "",
+               format: Mapping[str, Any] | None = None, timeout: float | None = DEFAULT_TIMEOUT,
+               idempotency_key: IdempotencyKey | None = None) -> "Tool":
+        """Declare a free-text custom tool: the model sends text (constrained by ``format`` where given: a
+        Responses grammar or regex definition) and ``handler(text)`` is called with it.
+
+        Only OpenAI dialects can declare custom tools; ``declare`` refuses them for the others.
+        """
+        def validate(text: Any) -> Any:
+            if not isinstance(text, str):
+                raise ArgumentsInvalid(f"{name} is a custom tool: its input is text, not "
+                                       f"{'a JSON object' if isinstance(text, dict) else type(text).__name__}"
+                                       " - at `$`", "$")
+            return text
+
+        schema = {"type": "string"}
+        return cls(name, description, schema, effect, handler, timeout, idempotency_key=idempotency_key,
+                   _validate=validate, _invoke=lambda h, text: h(text), _kind="custom", _format=format)
 
     @classmethod
     def from_mcp(cls, entry: Mapping[str, Any], handler: Callable[..., Any], *, effect: Effect,
-                 timeout: float | None = DEFAULT_TIMEOUT) -> "Tool":
+                 timeout: float | None = DEFAULT_TIMEOUT, idempotency_key: IdempotencyKey | None = None) -> "Tool":
         """Declare a tool from an MCP ``tools/list`` entry (``name``, ``description``, ``inputSchema``).
 
         ``entry`` may be a dict or an object with those attributes (the MCP SDK's ``Tool``). The MCP
@@ -324,7 +400,8 @@ class Tool:
             schema = get("input_schema")
         if schema is None:
             raise ToolDeclarationError(f"MCP tool {name!r} has no inputSchema", tool=name, rule="inputSchema")
-        return cls(name, get("description") or "", schema, effect, handler, timeout)
+        return cls(name, get("description") or "", schema, effect, handler, timeout,
+                   idempotency_key=idempotency_key)
 
     # ---- used by the dispatcher ---------------------------------------------------------------------------
     def validate(self, args: Any) -> Any:
