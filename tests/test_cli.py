@@ -80,3 +80,33 @@ def test_explicit_formats_jsonl_and_json():
         {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {"b": 2}}]}).encode()
     out = run("parse", "--provider", "anthropic", "--format", "json", stdin=body)
     assert out.returncode == 0 and json.loads(out.stdout)["calls"][0]["args"] == {"b": 2}
+
+
+def _run_cli(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "toolwire.cli", *argv], capture_output=True, text=True,
+                          timeout=120, check=False)
+
+
+def test_diagram_out_into_a_missing_directory_is_one_line_exit_1(tmp_path):
+    """`toolwire diagram --out` into a missing directory: one line on stderr, exit 1, no traceback."""
+    proc = _run_cli("diagram", "--out", str(tmp_path / "missing" / "call.mmd"))
+    assert proc.returncode == 1
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr and "cannot write" in proc.stderr
+
+
+@pytest.mark.parametrize("where", ["file", "unwritable"])
+def test_trace_diagram_into_a_bad_directory_is_one_line_exit_1(tmp_path, where):
+    """`toolwire trace --diagram DIR` where DIR is a file or cannot be created: one line on stderr, exit 1."""
+    if where == "file":
+        target = tmp_path / "a-file"
+        target.write_text("x")
+    else:
+        blocker = tmp_path / "blocker"
+        blocker.write_text("x")
+        target = blocker / "sub"
+    data = tmp_path / "in.sse"
+    data.write_bytes(STREAM)
+    proc = _run_cli("trace", "--provider", "openai-chat", "--diagram", str(target), str(data))
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr and proc.stderr.strip().count("\n") == 0
+    assert "cannot write diagrams" in proc.stderr

@@ -15,7 +15,7 @@ from typing import Any, Iterator, Sequence
 
 from . import __version__, diagram, trace
 from .codecs import PROVIDERS
-from .errors import FramingError, UsageError
+from .errors import FramingError, ToolwireError, UsageError
 from .logs import configure_logging
 from .parser import FORMATS, StreamParser
 from .types import ServerCall, ToolCall, Turn
@@ -112,8 +112,12 @@ class _Parser(argparse.ArgumentParser):
 def _cmd_diagram(args: argparse.Namespace) -> int:
     text = diagram.render(args.format)
     if args.out:
-        with open(args.out, "w") as fh:
-            fh.write(text)
+        try:
+            with open(args.out, "w") as fh:
+                fh.write(text)
+        except OSError as exc:
+            print(f"toolwire diagram: cannot write {args.out}: {exc.strerror or exc}", file=sys.stderr)
+            return 1
     else:
         sys.stdout.write(text)
     return 0
@@ -135,7 +139,13 @@ def _cmd_trace(args: argparse.Namespace) -> int:
     turn = parser.turn
     sys.stdout.write(trace.format_trace(turn))
     if args.diagram:
-        for path in trace.write_call_diagrams(turn, args.diagram, args.diagram_format):
+        try:
+            paths = trace.write_call_diagrams(turn, args.diagram, args.diagram_format)
+        except OSError as exc:
+            print(f"toolwire trace: cannot write diagrams into {args.diagram}: {exc.strerror or exc}",
+                  file=sys.stderr)
+            return 1
+        for path in paths:
             print(f"wrote {path}", file=sys.stderr)
     return 0 if not failed and parser.usable else 1
 
@@ -198,8 +208,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.func(args)
     except UsageError as exc:
-        print(f"toolwire: {exc}", file=sys.stderr)
+        print(f"toolwire: {_one_line(exc)}", file=sys.stderr)
         return 2
+    except (ToolwireError, OSError) as exc:
+        print(f"toolwire {args.command}: {_one_line(exc)}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("toolwire: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - every failure is one line on stderr, never a traceback
+        print(f"toolwire {args.command}: internal error ({type(exc).__name__}): {_one_line(exc)}", file=sys.stderr)
+        return 1
+
+
+def _one_line(exc: BaseException) -> str:
+    text = (getattr(exc, "strerror", None) and f"{exc.strerror}: {getattr(exc, 'filename', '') or ''}".rstrip(": ")
+            ) if isinstance(exc, OSError) else str(exc)
+    text = " ".join(str(text).split())
+    return text if len(text) <= 500 else text[:500] + "…"
 
 
 if __name__ == "__main__":  # pragma: no cover
