@@ -205,3 +205,36 @@ def test_unconfigured_structlog_prints_nothing_even_at_debug(capsys, toolwire_de
     out, err = capsys.readouterr()
     assert out == ""
     assert err == ""
+
+
+PLANTED = "sk-planted-SECRET-0123456789abcdef"
+
+
+@pytest.mark.parametrize("level", ["debug", "info", "warning", "error"])
+def test_a_registered_secret_is_redacted_from_every_event_field(level, toolwire_debug):
+    """An API key registered by a transport never appears in any field of any event, at any level, nested or not,
+    nor as a prefix left at the end of a cut excerpt."""
+    from toolwire import _log
+
+    _log.add_secret(PLANTED)
+    lvl = {"debug": _log.DEBUG, "info": _log.INFO, "warning": _log.WARNING, "error": _log.ERROR}[level]
+    with capture_logs() as logs:
+        _log.emit(lvl, "stream.error", provider="openai-chat", type=f"invalid_key {PLANTED}",
+                  message={"error": {"message": f"Incorrect API key provided: {PLANTED}", "list": [PLANTED]}},
+                  position=f"...body cut here {PLANTED[:20]}")
+    text = repr(logs)
+    assert PLANTED not in text and PLANTED[:12] not in text
+    assert "[redacted]" in text
+
+
+def test_key_shaped_text_is_redacted_even_when_not_registered(toolwire_debug):
+    """Text shaped like a provider key or a bearer token is redacted from log fields."""
+    from toolwire import _log
+
+    with capture_logs() as logs:
+        _log.emit(_log.WARNING, "stream.error", provider="gemini", type="x",
+                  message="key=AIzaSyD-abcdefghijklmnopqrstuv1234 auth: Bearer abc.def.ghi123456 sk-ant-api03-zzzzzzzzzz",
+                  position=1)
+    text = repr(logs)
+    for secret in ("AIzaSyD-abcdefghijklmnopqrstuv1234", "abc.def.ghi123456", "sk-ant-api03-zzzzzzzzzz"):
+        assert secret not in text

@@ -10,15 +10,22 @@ is printed by default). An emitted event goes to structlog:
   handlers decide what is printed.
 
 Hot paths check ``enabled(level)`` (about 0.2 µs) before building an event.
+
+Secrets never reach a log: every string an event carries (at any depth, keys included) is scrubbed before it is
+emitted, of the secrets the transports registered with ``add_secret`` (API keys: wherever they occur, and a
+prefix of one left at the end of a cut excerpt) and of text shaped like a provider key or a bearer token.
 """
 
 from __future__ import annotations
 
 import logging
+import re
+import threading
+from typing import Any
 
 import structlog
 
-__all__ = ["stdlib_logger", "enabled", "emit", "DEBUG", "INFO", "WARNING", "ERROR"]
+__all__ = ["stdlib_logger", "enabled", "emit", "add_secret", "scrub", "DEBUG", "INFO", "WARNING", "ERROR"]
 
 DEBUG = logging.DEBUG
 INFO = logging.INFO
@@ -42,6 +49,53 @@ _fallback = structlog.wrap_logger(
 )
 
 
+REDACTED = "[redacted]"
+#: provider key shapes (OpenAI ``sk-…``, Anthropic ``sk-ant-…``, Google ``AIza…``, AWS ``AKIA…``) and bearer tokens
+_KEY_SHAPES = re.compile(
+    r"sk-[A-Za-z0-9_\-]{8,}|AIza[0-9A-Za-z_\-]{20,}|AKIA[0-9A-Z]{12,}|(?i:bearer)\s+[A-Za-z0-9._~+/=\-]{8,}")
+_MIN_SECRET = 8  # shorter strings are not treated as secrets (they would redact ordinary words)
+_MIN_TAIL = 4  # a cut excerpt ending in at least this much of a secret is redacted too
+_secrets: tuple[str, ...] = ()
+_secrets_lock = threading.Lock()
+
+
+def add_secret(value: str | None) -> None:
+    """Never log ``value`` (an API key): the transports register theirs when they are created."""
+    global _secrets
+    if not isinstance(value, str) or len(value) < _MIN_SECRET:
+        return
+    with _secrets_lock:
+        if value not in _secrets:
+            _secrets = tuple(sorted((*_secrets, value), key=len, reverse=True))
+
+
+def scrub(text: str) -> str:
+    """``text`` with every registered secret, a secret's prefix at its end, and key-shaped text redacted."""
+    for secret in _secrets:
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+        for n in range(min(len(secret) - 1, len(text)), _MIN_TAIL - 1, -1):
+            if text.endswith(secret[:n]):
+                text = text[:-n] + REDACTED
+                break
+    if "sk-" in text or "AIza" in text or "AKIA" in text or "earer" in text or "EARER" in text:
+        text = _KEY_SHAPES.sub(REDACTED, text)
+    return text
+
+
+def _scrub_value(value: Any, depth: int = 0) -> Any:
+    if isinstance(value, str):
+        return scrub(value)
+    if depth > 20:
+        return value
+    if isinstance(value, dict):
+        return {(scrub(k) if isinstance(k, str) else k): _scrub_value(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_scrub_value(v, depth + 1) for v in value) if isinstance(value, list) else \
+            tuple(_scrub_value(v, depth + 1) for v in value)
+    return value
+
+
 def enabled(level: int) -> bool:
     """Return True when an event at ``level`` would be emitted."""
     return stdlib_logger.isEnabledFor(level)
@@ -55,4 +109,4 @@ def emit(level: int, event: str, **kw: object) -> None:
         log = structlog.get_logger("toolwire")
     else:
         log = _fallback
-    getattr(log, _METHOD.get(level, "info"))(event, **kw)
+    getattr(log, _METHOD.get(level, "info"))(event, **{k: _scrub_value(v) for k, v in kw.items()})
