@@ -68,6 +68,9 @@ CATALOGUE: dict[str, EventSpec] = {
     "dispatch.answered_before": _spec(
         "info", "call_id conversation_id local_id name provider kind",
         "a call instance this dispatcher already answered was dispatched again: the same answer, nothing runs"),
+    "dispatch.result_truncated": _spec(
+        "warning", "call_id conversation_id limit local_id name provider size",
+        "a handler's value was larger than max_result_bytes: the model gets it cut, with a marker saying so"),
     "dispatch.turn_unidentified": _spec(
         "warning", "calls conversation_id provider",
         "a turn with no response id was dispatched without turn_id: its calls are keyed to this Turn object only"),

@@ -491,3 +491,4 @@ def test_invalid_argument_values_are_not_logged_at_debug_without_opt_in(toolwire
         [r] = Dispatcher(reg).run(turn, conversation_id="c")
     assert r.kind is K.INVALID_ARGUMENTS
     assert "SECRET-4242" not in repr(logs)
+

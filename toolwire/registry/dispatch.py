@@ -87,6 +87,8 @@ _HANDED_OVER = (CallState.DISPATCHED, CallState.REJECTED, CallState.ANSWERED)
 #: results that are not final for their call instance: answered again by evaluating the call again
 _NOT_REMEMBERED = frozenset({ResultKind.APPROVAL_REQUIRED, ResultKind.NOT_RUN})
 DEFAULT_APPROVAL_TTL = 900.0
+#: bytes of JSON a result may take before it is cut (with a marker saying so) for the model
+DEFAULT_MAX_RESULT_BYTES = 1 << 20
 _REMEMBERED = 4096
 _MAX_LISTED_NAMES = 128
 _BACKOFF_CAP = 8.0
@@ -170,13 +172,16 @@ class Dispatcher:
     ``approval_secret``: HMAC key for approval requests and tokens (default: random per dispatcher, so tokens
     do not outlive it; pass a stable secret of at least 16 bytes to approve across processes or restarts).
     ``approval_ttl``: seconds an ``Approval`` stays valid after ``approve`` (default 900: fifteen minutes);
-    an expired one is ``approval_required`` again. ``max_workers``: threads for concurrent sync reads.
+    an expired one is ``approval_required`` again. ``max_result_bytes``: a handler's value whose JSON is larger
+    is sent to the model cut to that size, as text ending with a marker that says so (default 1 MiB).
+    ``max_workers``: threads for concurrent sync reads.
     """
 
     def __init__(self, registry: Registry, ledger: Ledger | None = None, policy: Policy | None = None, *,
                  concurrent_reads: bool = True, read_retries: int = 2,
                  backoff: float | Callable[[int], float] = 0.25, approval_secret: bytes | None = None,
-                 approval_ttl: float = DEFAULT_APPROVAL_TTL, max_workers: int = 8) -> None:
+                 approval_ttl: float = DEFAULT_APPROVAL_TTL, max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+                 max_workers: int = 8) -> None:
         if not isinstance(registry, Registry):
             raise UsageError(f"Dispatcher needs a Registry, got {type(registry).__name__}")
         if isinstance(read_retries, bool) or not isinstance(read_retries, int) or read_retries < 0:
@@ -185,7 +190,10 @@ class Dispatcher:
             raise UsageError("approval_ttl must be a positive number of seconds")
         if ledger is not None and not isinstance(ledger, Ledger):
             raise UsageError(f"ledger must implement claim/complete/get, got {type(ledger).__name__}")
+        if isinstance(max_result_bytes, bool) or not isinstance(max_result_bytes, int) or max_result_bytes < 256:
+            raise UsageError("max_result_bytes must be an int >= 256")
         self.approval_ttl = float(approval_ttl)
+        self.max_result_bytes = max_result_bytes
         # call instances this dispatcher answered (the last _REMEMBERED), and identities of id-less turns
         self._answered: OrderedDict[tuple[str, str], ToolResult] = OrderedDict()
         self._answered_lock = threading.Lock()
@@ -717,11 +725,30 @@ class Dispatcher:
                       error=f"{type(exc).__name__}: {_short(exc, 200)}")
         self._answer(p, result)
 
+    def _capped(self, p: _Plan, content: Any, conversation_id: str) -> Any:
+        """``content``, or its JSON text cut to ``max_result_bytes`` with a marker when it is larger."""
+        if isinstance(content, (int, float, bool)) or content is None:
+            return content
+        text = content if isinstance(content, str) else None
+        size = len(text.encode("utf-8")) if text is not None else len(msgspec.json.encode(content))
+        if size <= self.max_result_bytes:
+            return content
+        if text is None:
+            text = msgspec.json.encode(content).decode("utf-8")
+        marker = (f" […truncated by toolwire: the result was {size} bytes and the limit is "
+                  f"{self.max_result_bytes}; the rest is not shown]")
+        keep = self.max_result_bytes - len(marker.encode("utf-8"))
+        cut = text.encode("utf-8")[:max(0, keep)].decode("utf-8", "ignore")
+        _log.emit(_log.WARNING, "dispatch.result_truncated", provider=p.call.provider,
+                  conversation_id=conversation_id, call_id=p.call.call_id, local_id=p.call.local_id,
+                  name=p.tool.name, size=size, limit=self.max_result_bytes)
+        return cut + marker
+
     def _ok_result(self, p: _Plan, value: Any, conversation_id: str) -> ToolResult:
         """The result of a handler that returned: its value as JSON, or ``result_unusable``."""
         content, usable = _jsonable(value, p.call, conversation_id)
         if usable:
-            return self._result(p.call, K.OK, content)
+            return self._result(p.call, K.OK, self._capped(p, content, conversation_id))
         done = " It ran and its action took effect: do not repeat it." if p.tool.effect == "write" else ""
         return self._result(p.call, K.RESULT_UNUSABLE,
                             f"{p.tool.name} returned a value of type {type(value).__name__} that cannot be sent back "
