@@ -143,6 +143,23 @@ def test_report_accepts_specs_and_mappings():
     assert isinstance(audit_tools(specs), AuditReport)
 
 
+def test_custom_tool_is_reported_where_it_cannot_be_declared():
+    """A custom (free-text) tool written for Responses ports to Chat; every other dialect reports it as a broken
+    tool_kind limit (not ok), the same refusal ``declare`` raises."""
+    sql = {"name": "run_sql", "description": "Run a query", "kind": "custom",
+           "format": {"type": "grammar", "syntax": "lark", "definition": 'start: "SELECT"'}}
+    plain = {"name": "get_time", "input_schema": {"type": "object", "properties": {}}}
+    doc = audit_tools([plain, sql], source="openai-responses").to_json()
+    assert doc["dialects"]["openai-chat"] == {"ok": True, "renamed": [], "lost": [], "limits": []}
+    for dialect in ("anthropic", "gemini", "gemini-interactions"):
+        report = doc["dialects"][dialect]
+        assert report["ok"] is False
+        assert report["limits"] == [{"tool": "run_sql", "limit": "tool_kind", "value": "custom",
+                                     "max": "function"}]
+    text = audit_tools([plain, sql], source="openai-responses").to_text()
+    assert "limit   run_sql: tool_kind 'custom'" in text
+
+
 # ---- the audit command ------------------------------------------------------------------------------------------
 
 

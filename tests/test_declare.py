@@ -66,7 +66,6 @@ def validate_openai_chat(fragment: dict) -> None:
     from openai.types.chat import (
         ChatCompletionAllowedToolChoiceParam,
         ChatCompletionAllowedToolsParam,
-        ChatCompletionNamedToolChoiceParam,
         ChatCompletionToolChoiceOptionParam,
         ChatCompletionToolParam,
     )
@@ -75,44 +74,99 @@ def validate_openai_chat(fragment: dict) -> None:
 
     assert_keys(CompletionCreateParamsBase, fragment)
     for tool in fragment["tools"]:
+        if tool["type"] == "custom":
+            validate_chat_custom_tool(tool)
+            continue
         TypeAdapter(ChatCompletionToolParam).validate_python(tool)
         assert_keys(ChatCompletionToolParam, tool)
         assert_keys(FunctionDefinition, tool["function"])
     choice = fragment["tool_choice"]
     TypeAdapter(ChatCompletionToolChoiceOptionParam).validate_python(choice)
-    if isinstance(choice, dict) and choice["type"] == "function":
-        assert_keys(ChatCompletionNamedToolChoiceParam, choice)
-        assert set(choice["function"]) == {"name"}
+    if isinstance(choice, dict) and choice["type"] in ("function", "custom"):
+        validate_chat_named_choice(choice)
     elif isinstance(choice, dict):
         assert_keys(ChatCompletionAllowedToolChoiceParam, choice)
         assert_keys(ChatCompletionAllowedToolsParam, choice["allowed_tools"])
         for ref in choice["allowed_tools"]["tools"]:
-            TypeAdapter(ChatCompletionNamedToolChoiceParam).validate_python(ref)
-            assert_keys(ChatCompletionNamedToolChoiceParam, ref)
+            validate_chat_named_choice(ref)
     if "parallel_tool_calls" in fragment:
         assert isinstance(fragment["parallel_tool_calls"], bool)
 
 
+def validate_chat_custom_tool(tool: dict) -> None:
+    """A Chat custom tool: ``{"type": "custom", "custom": {name, description?, format?}}``, the grammar nested."""
+    from openai.types.chat import ChatCompletionCustomToolParam, ChatCompletionToolUnionParam
+    from openai.types.chat.chat_completion_custom_tool_param import (
+        Custom,
+        CustomFormatGrammar,
+        CustomFormatGrammarGrammar,
+        CustomFormatText,
+    )
+
+    TypeAdapter(ChatCompletionToolUnionParam).validate_python(tool)
+    TypeAdapter(ChatCompletionCustomToolParam).validate_python(tool)
+    assert_keys(ChatCompletionCustomToolParam, tool)
+    assert_keys(Custom, tool["custom"])
+    fmt = tool["custom"].get("format")
+    if fmt is not None:
+        assert_keys(CustomFormatGrammar if fmt["type"] == "grammar" else CustomFormatText, fmt)
+        if fmt["type"] == "grammar":
+            assert_keys(CustomFormatGrammarGrammar, fmt["grammar"])
+
+
+def validate_chat_named_choice(ref: dict) -> None:
+    """A Chat named tool choice (or allowed-tools entry), function or custom."""
+    from openai.types.chat import ChatCompletionNamedToolChoiceCustomParam, ChatCompletionNamedToolChoiceParam
+
+    named = ChatCompletionNamedToolChoiceCustomParam if ref["type"] == "custom" else ChatCompletionNamedToolChoiceParam
+    TypeAdapter(named).validate_python(ref)
+    assert_keys(named, ref)
+    assert set(ref[ref["type"]]) == {"name"}
+
+
+def validate_responses_custom_tool(tool: dict) -> None:
+    """A Responses custom tool: flat ``{"type": "custom", name, description?, format?}``, the grammar flat."""
+    from openai.types.responses import CustomToolParam, ToolParam
+    from openai.types.shared_params.custom_tool_input_format import Grammar, Text
+
+    TypeAdapter(ToolParam).validate_python(tool)
+    TypeAdapter(CustomToolParam).validate_python(tool)
+    assert_keys(CustomToolParam, tool)
+    fmt = tool.get("format")
+    if fmt is not None:
+        assert_keys(Grammar if fmt["type"] == "grammar" else Text, fmt)
+
+
 def validate_openai_responses(fragment: dict) -> None:
-    from openai.types.responses import FunctionToolParam, ToolChoiceAllowedParam, ToolChoiceFunctionParam, ToolParam
+    from openai.types.responses import (
+        FunctionToolParam,
+        ToolChoiceAllowedParam,
+        ToolChoiceCustomParam,
+        ToolChoiceFunctionParam,
+        ToolParam,
+    )
     from openai.types.responses.response_create_params import ResponseCreateParamsBase
     from openai.types.responses.response_create_params import ToolChoice as RToolChoice
 
     assert_keys(ResponseCreateParamsBase, fragment)
     for tool in fragment["tools"]:
+        if tool["type"] == "custom":
+            validate_responses_custom_tool(tool)
+            continue
         TypeAdapter(ToolParam).validate_python(tool)
         TypeAdapter(FunctionToolParam).validate_python(tool)
         assert_keys(FunctionToolParam, tool)
         assert {"parameters", "strict"} <= set(tool)  # Required[Optional[...]] in the SDK
+    named = {"function": ToolChoiceFunctionParam, "custom": ToolChoiceCustomParam}
     choice = fragment["tool_choice"]
     TypeAdapter(RToolChoice).validate_python(choice)
-    if isinstance(choice, dict) and choice["type"] == "function":
-        assert_keys(ToolChoiceFunctionParam, choice)
+    if isinstance(choice, dict) and choice["type"] in named:
+        assert_keys(named[choice["type"]], choice)
     elif isinstance(choice, dict):
         assert_keys(ToolChoiceAllowedParam, choice)
         for ref in choice["tools"]:
-            TypeAdapter(ToolChoiceFunctionParam).validate_python(ref)
-            assert_keys(ToolChoiceFunctionParam, ref)
+            TypeAdapter(named[ref["type"]]).validate_python(ref)
+            assert_keys(named[ref["type"]], ref)
     if "parallel_tool_calls" in fragment:
         assert isinstance(fragment["parallel_tool_calls"], bool)
 
@@ -636,7 +690,8 @@ def test_duplicate_names_are_refused():
     [{"type": "function", "function": {"name": "a", "description": "d", "parameters": SEARCH_SCHEMA}}],
     [{"type": "function", "name": "a", "description": "d", "parameters": SEARCH_SCHEMA, "strict": False}],
     [{"functionDeclarations": [{"name": "a", "description": "d", "parametersJsonSchema": SEARCH_SCHEMA}]}],
-], ids=["canonical", "mcp", "mcp-jsonrpc", "chat", "responses", "gemini"])
+    [{"type": "custom", "name": "a", "description": "d", "input_schema": SEARCH_SCHEMA}],
+], ids=["canonical", "mcp", "mcp-jsonrpc", "chat", "responses", "gemini", "anthropic-typed"])
 def test_load_tools_shapes(doc):
     """Canonical lists, MCP tools/list results and the dialects' own tools arrays all load to one spec."""
     assert load_tools(doc) == [ToolSpec(name="a", description="d", input_schema=SEARCH_SCHEMA)]
@@ -652,6 +707,166 @@ def test_load_tools_refuses_unusable(doc):
     """Documents that are not tool lists, or hold invalid schemas, raise ToolDeclarationError."""
     with pytest.raises(ToolDeclarationError):
         load_tools(doc)
+
+
+# ---- custom (free-text) tools ---------------------------------------------------------------------------------
+
+
+class FreeText:
+    """A tool-like object as ``Tool.custom`` builds it: ``kind == "custom"``, a Responses ``format`` (or None), and
+    the text input's schema."""
+
+    def __init__(self, name: str, description: str = "", format: dict | None = None, kind: str = "custom") -> None:
+        self.name = name
+        self.description = description
+        self.kind = kind
+        self.format = format
+        self.input_schema = {"type": "string"}
+
+
+LARK = {"type": "grammar", "syntax": "lark", "definition": 'start: "SELECT " /[a-z_]+/'}
+REGEX = {"type": "grammar", "syntax": "regex", "definition": r"^\d{4}-\d{2}-\d{2}$"}
+FORMATS = {"none": None, "text": {"type": "text"}, "lark": LARK, "regex": REGEX}
+OPENAI = ("openai-chat", "openai-responses")
+NO_CUSTOM = ("anthropic", "gemini", "gemini-interactions")
+
+
+def custom_tools() -> list[Any]:
+    """The ways a custom tool reaches ``declare``: a tool-like object, a mapping and a ``ToolSpec`` (and
+    ``Tool.custom`` where it exists)."""
+    tools: list[Any] = [FreeText("run_sql", "Run a query", LARK),
+                        {"name": "run_sql", "description": "Run a query", "kind": "custom", "format": LARK},
+                        ToolSpec(name="run_sql", description="Run a query", kind="custom", format=LARK)]
+    if hasattr(toolwire.Tool, "custom"):
+        tools.append(toolwire.Tool.custom("run_sql", lambda text: text, effect="read", description="Run a query",
+                                          format=LARK))
+    return tools
+
+
+def expected_custom(dialect: str, name: str, description: str, fmt: dict | None) -> dict:
+    if dialect == "openai-responses":
+        out: dict[str, Any] = {"type": "custom", "name": name}
+        if description:
+            out["description"] = description
+        if fmt is not None:
+            out["format"] = fmt
+        return out
+    inner: dict[str, Any] = {"name": name}
+    if description:
+        inner["description"] = description
+    if fmt is not None:
+        inner["format"] = fmt if fmt["type"] == "text" else {
+            "type": "grammar", "grammar": {"syntax": fmt["syntax"], "definition": fmt["definition"]}}
+    return {"type": "custom", "custom": inner}
+
+
+@pytest.mark.parametrize("fmt", list(FORMATS))
+@pytest.mark.parametrize("dialect", OPENAI)
+def test_custom_tool_is_declared_as_a_custom_tool_for_openai(dialect, fmt):
+    """A custom tool is declared as the dialect's custom tool (Responses flat, Chat nested, the grammar in each
+    one's shape) next to function tools, and validates against the SDK's request types."""
+    tool = FreeText("run_sql", "Run a read-only query", FORMATS[fmt])
+    declaration = declare(dialect, [WEATHER, tool])
+    assert declaration.fragment["tools"][1] == expected_custom(dialect, "run_sql", "Run a read-only query",
+                                                               FORMATS[fmt])
+    assert declaration.fragment["tools"][0]["type"] == "function"
+    assert declaration.losses == ()
+    VALIDATORS[dialect](declaration.fragment)
+    bare = declare(dialect, [FreeText("free")]).fragment["tools"]
+    assert bare == [expected_custom(dialect, "free", "", None)]
+    VALIDATORS[dialect](declare(dialect, [FreeText("free")]).fragment)
+
+
+@pytest.mark.parametrize("dialect", OPENAI)
+def test_every_form_of_a_custom_tool_declares_the_same(dialect):
+    """A tool-like object, a mapping with ``kind``, a ``ToolSpec`` and ``Tool.custom`` declare identically, through
+    ``declare`` and ``declare_tool``."""
+    want = expected_custom(dialect, "run_sql", "Run a query", LARK)
+    for tool in custom_tools():
+        assert declare(dialect, [tool]).fragment["tools"] == [want]
+        assert declare_tool(dialect, tool) == (want, ())
+
+
+@pytest.mark.parametrize("dialect", OPENAI)
+def test_strict_leaves_custom_tools_as_they_are(dialect):
+    """``strict`` rewrites function schemas only: a custom tool has no schema and no strict flag."""
+    fragment = declare(dialect, [WEATHER, FreeText("run_sql", "Run a query", LARK)], strict=True).fragment
+    assert fragment["tools"][1] == expected_custom(dialect, "run_sql", "Run a query", LARK)
+    VALIDATORS[dialect](fragment)
+
+
+@pytest.mark.parametrize("dialect", OPENAI)
+def test_tool_choice_naming_a_custom_tool_uses_the_custom_form(dialect):
+    """Forcing or allowing a custom tool names it as a custom tool (a function reference would not match it)."""
+    tools = [WEATHER, FreeText("run_sql", "Run a query", LARK)]
+    forced = declare(dialect, tools, choice=ToolChoice.tool("run_sql")).fragment
+    allowed = declare(dialect, tools, choice=ToolChoice.allowed_tools(["get_weather", "run_sql"])).fragment
+    if dialect == "openai-chat":
+        assert forced["tool_choice"] == {"type": "custom", "custom": {"name": "run_sql"}}
+        assert allowed["tool_choice"]["allowed_tools"]["tools"] == [
+            {"type": "function", "function": {"name": "get_weather"}},
+            {"type": "custom", "custom": {"name": "run_sql"}}]
+    else:
+        assert forced["tool_choice"] == {"type": "custom", "name": "run_sql"}
+        assert allowed["tool_choice"]["tools"] == [{"type": "function", "name": "get_weather"},
+                                                   {"type": "custom", "name": "run_sql"}]
+    VALIDATORS[dialect](forced)
+    VALIDATORS[dialect](allowed)
+    assert translate_choice(dialect, ToolChoice.tool("run_sql"), ["get_weather", "run_sql"],
+                            custom=["run_sql"]).fragment["tool_choice"] == forced["tool_choice"]
+
+
+@pytest.mark.parametrize("dialect", NO_CUSTOM)
+def test_custom_tool_is_refused_by_dialects_without_free_text_tools(dialect):
+    """Anthropic, Gemini and Interactions have no free-text tools: declaring one raises DeclarationLimitError
+    (a ToolDeclarationError) naming the tool and the dialect, never a function declaration in its place."""
+    for tool in custom_tools():
+        with pytest.raises(DeclarationLimitError) as info:
+            declare(dialect, [WEATHER, tool])
+        err = info.value
+        assert isinstance(err, ToolDeclarationError)
+        assert (err.tool, err.dialect, err.limit, err.value, err.rule) == ("run_sql", dialect, "tool_kind", "custom",
+                                                                           "tool_kind")
+        assert "run_sql" in str(err) and dialect in str(err) and "custom" in str(err)
+        with pytest.raises(DeclarationLimitError, match="run_sql"):
+            declare_tool(dialect, tool)
+    with pytest.raises(DeclarationLimitError) as info:
+        declare(dialect, [FreeText("a"), WEATHER, FreeText("b")])
+    assert [f.tool for f in info.value.findings] == ["a", "b"]
+    with pytest.raises(DeclarationLimitError, match="run_sql"):
+        translate_choice(dialect, ToolChoice.auto(), ["run_sql"], custom=["run_sql"])
+
+
+@pytest.mark.parametrize("tool", [
+    FreeText("t", format={"type": "json"}),
+    FreeText("t", format={"type": "grammar", "syntax": "pcre", "definition": "x"}),
+    FreeText("t", format={"type": "grammar", "syntax": "lark"}),
+    FreeText("t", format="text"),
+    FreeText("t", kind="builtin"),
+    {"name": "t", "kind": "custom", "format": {"type": "grammar", "syntax": "regex", "definition": ""}},
+], ids=["unknown-type", "unknown-syntax", "no-definition", "not-an-object", "unknown-kind", "empty-definition"])
+def test_malformed_custom_tool_is_refused(tool):
+    """A custom tool format outside the SDK's two shapes, or an unknown tool kind, raises ToolDeclarationError."""
+    for dialect in OPENAI:
+        with pytest.raises(ToolDeclarationError, match="'t'"):
+            declare(dialect, [tool])
+
+
+@pytest.mark.parametrize("doc", [
+    [{"type": "custom", "name": "run_sql", "description": "Run a query", "format": LARK}],
+    [{"type": "custom", "custom": {"name": "run_sql", "description": "Run a query",
+                                   "format": {"type": "grammar", "grammar": {"syntax": "lark",
+                                                                             "definition": LARK["definition"]}}}}],
+    [{"name": "run_sql", "description": "Run a query", "kind": "custom", "format": LARK}],
+], ids=["responses", "chat", "canonical"])
+def test_load_tools_reads_custom_tools(doc):
+    """A custom tool in a Responses or Chat tools array (or canonical with ``kind``) loads as a custom spec, not
+    as a function without parameters, and declares back to the same entry."""
+    (spec,) = load_tools(doc)
+    assert (spec.name, spec.kind, spec.format) == ("run_sql", "custom", LARK)
+    for dialect in OPENAI:
+        assert declare(dialect, [spec]).fragment["tools"] == [expected_custom(dialect, "run_sql", "Run a query",
+                                                                              LARK)]
 
 
 # ---- the declare command -------------------------------------------------------------------------------------------
@@ -709,6 +924,17 @@ def test_cli_declare_limit_exits_1(tools_file, capsys):
     assert main(["declare", path, "--provider", "openai-responses"]) == 1
     err = capsys.readouterr().err
     assert name in err and "name_length" in err and "64" in err
+
+
+def test_cli_declare_custom_tool_where_there_are_none_exits_1(tools_file, capsys):
+    """A Responses custom tool declared for Anthropic: exit 1 naming the tool, the dialect and the kind."""
+    path = tools_file([{"type": "custom", "name": "run_sql", "description": "Run a query", "format": LARK}])
+    assert main(["declare", path, "--provider", "anthropic"]) == 1
+    err = capsys.readouterr().err
+    assert "anthropic: tool 'run_sql' is a custom tool, which anthropic cannot declare" in err
+    assert main(["declare", path, "--provider", "openai-chat"]) == 0
+    assert json.loads(capsys.readouterr().out)["tools"] == [expected_custom("openai-chat", "run_sql", "Run a query",
+                                                                            LARK)]
 
 
 @pytest.mark.parametrize("content", ["{not json", json.dumps({"tools": "x"}),

@@ -11,6 +11,7 @@ camelCase JSON (its models forbid unknown fields).
 from __future__ import annotations
 
 import collections.abc
+import inspect
 import json
 import types
 import typing
@@ -18,6 +19,7 @@ from functools import lru_cache
 from typing import Any
 
 import google.genai.interactions as gi
+import msgspec
 import pydantic
 import pytest
 import typing_extensions as te
@@ -837,3 +839,182 @@ def test_the_sdk_check_catches_a_misspelt_field(case):
     with pytest.raises((AssertionError, pydantic.ValidationError)):
         for message in bad if isinstance(bad, list) else [bad]:
             check_sdk(provider, message)
+
+
+# ==== several choices (Chat n > 1, Gemini candidates) ================================================================
+SIG1 = "c2lnbmF0dXJlLW9mLWNhbmRpZGF0ZS0x"  # base64, another candidate's signature
+
+
+def chat_two_choices() -> toolwire.Turn:
+    """A Chat stream with ``n=2``, the chunks of the two choices interleaved: choice 0 calls get_weather, choice 1
+    says something and calls get_time and lookup."""
+    return toolwire.parse("openai-chat", sse(
+        chunk(tc(0, "call_0a", "get_weather", '{"city": "Par'), choice=0),
+        chunk(content="Checking.", choice=1),
+        chunk(tc(0, "call_1a", "get_time", "{}"), choice=1),
+        chunk(tc(0, args='is"}'), choice=0),
+        chunk(tc(1, "call_1b", "lookup", '{"key": "height"}'), choice=1),
+        chunk(finish="tool_calls", choice=0), chunk(finish="tool_calls", choice=1), "[DONE]"))
+
+
+def gemini_two_candidates() -> toolwire.Turn:
+    """A Gemini stream with two candidates: candidate 0 calls get_weather (signed), candidate 1 says something and
+    calls get_time (signed with its own signature) and lookup, over two chunks."""
+    def fc(id_: str, name: str, args: dict, sig: str | None = None) -> dict:
+        part: dict[str, Any] = {"functionCall": {"id": id_, "name": name, "args": args}}
+        if sig:
+            part["thoughtSignature"] = sig
+        return part
+
+    payloads = [
+        {"candidates": [
+            {"index": 0, "content": {"role": "model", "parts": [fc("g_0a", "get_weather", {"city": "Paris"}, SIG)]}},
+            {"index": 1, "content": {"role": "model", "parts": [{"text": "Checking."},
+                                                                fc("g_1a", "get_time", {}, SIG1)]}}],
+         "modelVersion": "gemini-3-flash", "responseId": "gresp_2"},
+        {"candidates": [
+            {"index": 1, "content": {"role": "model", "parts": [fc("g_1b", "lookup", {"key": "height"})]},
+             "finishReason": "STOP"},
+            {"index": 0, "finishReason": "STOP"}],
+         "modelVersion": "gemini-3-flash", "responseId": "gresp_2"},
+    ]
+    return toolwire.parse("gemini", "".join(f"data: {json.dumps(p)}\r\n\r\n" for p in payloads).encode())
+
+
+MULTI = {"openai-chat": chat_two_choices, "gemini": gemini_two_candidates}
+#: the call ids of each choice of the MULTI turns
+MULTI_IDS = {"openai-chat": (["call_0a"], ["call_1a", "call_1b"]), "gemini": (["g_0a"], ["g_1a", "g_1b"])}
+
+
+def choice_results(turn: toolwire.Turn, choice: int) -> list[ToolResult]:
+    """What a dispatcher that ran choice ``choice`` returns: one ok result per call of that choice (reversed)."""
+    return [ToolResult(call_id=c.call_id, local_id=c.local_id, name=c.name, content=f"ran {c.name}",
+                       is_error=False, kind=K.OK) for c in turn.choice_calls(choice)][::-1]
+
+
+def replayed_ids(provider: str, message: Any) -> list[str]:
+    """The call ids in a replayed assistant message (Chat) or model content (Gemini)."""
+    if provider == "openai-chat":
+        return [t["id"] for t in message.get("tool_calls", [])]
+    return [p["functionCall"]["id"] for p in message["parts"] if "functionCall" in p]
+
+
+@pytest.mark.parametrize("provider", list(MULTI))
+def test_each_choice_carries_its_own_assistant_message(provider):
+    """Every choice of a multi-choice turn has its own assistant message, fit for the SDK; the turn's is choice 0's."""
+    turn = MULTI[provider]()
+    assert [ch.index for ch in turn.choices] == [0, 1]
+    assert [replayed_ids(provider, ch.assistant_message) for ch in turn.choices] == list(MULTI_IDS[provider])
+    assert turn.assistant_message == turn.choices[0].assistant_message
+    for ch in turn.choices:
+        check_sdk(provider, ch.assistant_message)
+    second = turn.choices[1].assistant_message
+    if provider == "openai-chat":
+        assert second["content"] == "Checking."
+        assert turn.choices[0].assistant_message["content"] is None
+    else:
+        assert second["parts"][0] == {"text": "Checking."}
+        assert second["parts"][1]["thoughtSignature"] == SIG1  # the signature stays on its own candidate's part
+        assert "thoughtSignature" not in second["parts"][2]
+
+
+@pytest.mark.parametrize("provider", list(MULTI))
+def test_results_of_a_later_choice_answer_its_calls_and_replay_its_message(provider):
+    """Results for the calls of choice 1 (what a dispatcher that ran choice 1 returns) answer exactly those calls,
+    in call order, after choice 1's assistant message; nothing of choice 0 is replayed or answered."""
+    turn = MULTI[provider]()
+    results = choice_results(turn, 1)
+    first_ids, second_ids = MULTI_IDS[provider]
+    encoded = toolwire.encode_results(turn, results)
+    got = answered(provider, encoded)
+    assert [g[0] for g in got] == second_ids
+    assert [g[1] for g in got] == ["ran get_time", "ran lookup"]
+    msgs = toolwire.history_messages(turn, results)
+    assert msgs[0] == turn.choices[1].assistant_message
+    assert replayed_ids(provider, msgs[0]) == second_ids
+    if provider == "openai-chat":
+        assert msgs[1:] == encoded
+    else:
+        assert msgs[1:] == [encoded]
+    for m in msgs:
+        check_sdk(provider, m)
+    assert not set(first_ids) & set(json.dumps(msgs).split('"'))
+    # and the first choice, as before
+    msgs = toolwire.history_messages(turn, choice_results(turn, 0))
+    assert replayed_ids(provider, msgs[0]) == first_ids
+    assert [g[0] for g in answered(provider, msgs[1:] if provider == "openai-chat" else msgs[1])] == first_ids
+
+
+@pytest.mark.parametrize("provider", list(MULTI))
+def test_results_spanning_two_choices_are_a_usage_error(provider):
+    """Results for calls of two choices cannot be one answer: both entry points refuse them and name the choices."""
+    turn = MULTI[provider]()
+    both = choice_results(turn, 0) + choice_results(turn, 1)
+    with pytest.raises(UsageError, match=r"choices 0 and 1"):
+        toolwire.encode_results(turn, both)
+    with pytest.raises(UsageError, match=r"choices 0 and 1"):
+        toolwire.history_messages(turn, both)
+
+
+@pytest.mark.parametrize("provider", list(MULTI))
+def test_a_call_of_the_chosen_choice_without_a_result_is_answered_with_an_error(provider):
+    """A call of the chosen choice that has no result is still answered (its message replays it); other choices'
+    calls are not."""
+    turn = MULTI[provider]()
+    lookup = [r for r in choice_results(turn, 1) if r.name == "lookup"]
+    got = answered(provider, toolwire.encode_results(turn, lookup))
+    assert [g[0] for g in got] == MULTI_IDS[provider][1]
+    assert "no result was recorded for this call" in json.dumps(got[0][1])
+    assert got[1][1] == "ran lookup"
+
+
+@pytest.mark.parametrize("provider", list(MULTI))
+def test_without_results_the_first_choice_is_replayed(provider):
+    """No results: choice 0 is replayed and each of its calls answered with an error."""
+    turn = MULTI[provider]()
+    msgs = toolwire.history_messages(turn, [])
+    assert msgs[0] == turn.choices[0].assistant_message
+    got = answered(provider, msgs[1:] if provider == "openai-chat" else msgs[1])
+    assert [g[0] for g in got] == MULTI_IDS[provider][0]
+    assert "no result was recorded for this call" in json.dumps(got)
+
+
+@pytest.mark.parametrize("provider", list(MULTI))
+def test_a_choice_without_an_assistant_message_cannot_be_replayed(provider):
+    """A hand-built turn whose chosen choice has no assistant message: history_messages raises UsageError naming
+    the choice, encode_results still answers."""
+    turn = MULTI[provider]()
+    bare = msgspec.structs.replace(turn, choices=[msgspec.structs.replace(ch, assistant_message=None)
+                                                  for ch in turn.choices])
+    results = choice_results(bare, 1)
+    with pytest.raises(UsageError, match="choice 1"):
+        toolwire.history_messages(bare, results)
+    assert [g[0] for g in answered(provider, toolwire.encode_results(bare, results))] == MULTI_IDS[provider][1]
+    # choice 0 falls back to the turn's assistant message
+    assert toolwire.history_messages(bare, choice_results(bare, 0))[0] == turn.assistant_message
+
+
+@pytest.mark.parametrize("provider", DIALECTS)
+def test_a_result_for_a_call_of_no_choice_is_a_usage_error(provider):
+    """A result whose call is not in the turn (under any choice) is refused, in every dialect."""
+    turn = TURNS[provider]()
+    stranger = ToolResult(call_id="call_zzz", local_id="tw-99", name="get_time", content="", is_error=False,
+                          kind=K.OK)
+    with pytest.raises(UsageError, match="no call of this turn"):
+        toolwire.encode_results(turn, results_for(turn, K.OK) + [stranger])
+    with pytest.raises(UsageError, match="no call of this turn"):
+        toolwire.history_messages(turn, [stranger])
+
+
+@pytest.mark.parametrize("provider", list(MULTI))
+def test_dispatcher_results_for_one_choice_are_answered(provider):
+    """End to end: the dispatcher runs choice 1 and its results become the history of choice 1."""
+    if "choice" not in inspect.signature(Dispatcher.run).parameters:
+        pytest.skip("this Dispatcher runs every choice")
+    turn = MULTI[provider]()
+    results = dispatcher().run(turn, conversation_id="c1", choice=1)
+    assert [r.local_id for r in results] == [c.local_id for c in turn.choice_calls(1)]
+    msgs = toolwire.history_messages(turn, results)
+    assert replayed_ids(provider, msgs[0]) == MULTI_IDS[provider][1]
+    for m in msgs:
+        check_sdk(provider, m)

@@ -7,7 +7,8 @@
   renames on its own: ``declare`` refuses such a name);
 * ``lost``: what the dialect drops or approximates (``{"tool", "path", "keyword", "detail"}``), including a
   schema the dialect cannot take at all;
-* ``limits``: limits of the capabilities record that are broken (``{"tool", "limit", "value", "max"}``).
+* ``limits``: limits of the capabilities record that are broken (``{"tool", "limit", "value", "max"}``),
+  including ``tool_kind`` for a custom (free-text) tool in a dialect that only declares function tools.
 
 ``ok`` is true when the tool set declares as it is (nothing to rename, no limit broken, no schema refused);
 losses alone leave it true. ``AuditReport.to_json()`` is the document ``toolwire audit --json`` prints, and
@@ -22,7 +23,7 @@ from typing import Any
 import msgspec
 
 from .codecs.capabilities import capabilities_for
-from .codecs.declare import DIALECTS, SCHEMA_MODES, as_spec, check_limits, module_for, suggest_name
+from .codecs.declare import DIALECTS, SCHEMA_MODES, as_spec, check_limits, kind_finding, module_for, suggest_name
 from .errors import UsageError
 from .schema_tools import Loss, SchemaConversionError, StrictSchemaError
 
@@ -97,7 +98,8 @@ class AuditReport(msgspec.Struct, frozen=True, kw_only=True):
                 lines.append(f"  rename  {r.tool} -> {r.to}  ({r.reason})")
             for x in d.limits:
                 who = x.tool if x.tool is not None else "(request)"
-                lines.append(f"  limit   {who}: {x.limit} {x.value!r} exceeds {x.max!r}")
+                verb = "is not one of" if x.limit == "tool_kind" else "exceeds"
+                lines.append(f"  limit   {who}: {x.limit} {x.value!r} {verb} {x.max!r}")
             for x in d.lost:
                 lines.append(f"  lost    {x.tool} {x.path} {x.keyword}: {x.detail}")
         return "\n".join(lines) + "\n"
@@ -114,6 +116,9 @@ def _audit_dialect(dialect: str, specs: Sequence[Any], schema_mode: str) -> Dial
     declarations: list[dict[str, Any]] = []
     refused = False
     for spec in specs:
+        if kind_finding(dialect, spec) is not None:  # a custom tool where there are none: check_limits says so
+            schemas.append(spec.input_schema)
+            continue
         try:
             declaration, losses = mod.declare_tool(spec, strict=False, schema_mode=schema_mode)
         except (SchemaConversionError, StrictSchemaError) as exc:

@@ -71,9 +71,7 @@ def _cmd_declare(args: argparse.Namespace) -> int:
         result = declare(args.provider, specs, choice=choice, strict=args.strict, schema_mode=args.schema_mode)
     except DeclarationLimitError as exc:
         for finding in exc.findings:
-            who = f"tool {finding.tool!r}" if finding.tool is not None else "the request"
-            print(f"toolwire declare: {finding.dialect}: {who} exceeds the {finding.limit} limit: "
-                  f"{finding.value!r} (limit {finding.max!r}; {finding.source})", file=sys.stderr)
+            print(f"toolwire declare: {finding.describe()}", file=sys.stderr)
         return 1
     except (StrictSchemaError, SchemaConversionError) as exc:
         print(f"toolwire declare: {args.provider}: {exc}", file=sys.stderr)

@@ -1,11 +1,15 @@
 """Results and history: answer a turn's calls in the provider's format, append the turn to the conversation,
 and repair a stored conversation before the next request.
 
-Which calls are answered: every call that appears in the replayed assistant message (``turn.assistant_message``:
-Chat replays choice 0, Gemini candidate 0, the other dialects have one message), whatever its state. A
-truncated, errored or not-run call is replayed too (its arguments in an accepted form) and answered with its
-``not_run`` result, so no call is ever left without exactly one result (PITFALL 25). A call for which
-``results`` holds nothing is answered with an error result saying no result was recorded.
+Which calls are answered: every call of the replayed assistant message, whatever its state. A truncated,
+errored or not-run call is replayed too (its arguments in an accepted form) and answered with its ``not_run``
+result, so no call is ever left without exactly one result (PITFALL 25). A call for which ``results`` holds
+nothing is answered with an error result saying no result was recorded.
+
+Several choices (Chat ``n > 1``, Gemini candidates): a history continues one of them, the one whose calls were
+run. The results say which: the replayed message is that choice's (``Choice.assistant_message``) and only its
+calls are answered; with no results it is the choice ``turn.assistant_message`` replays (choice 0). Results
+for calls of two choices are a ``UsageError``.
 
 Pairing is by ``local_id``, never by position; results come out in call order whatever order they were given in
 (PITFALL 24). Malformed arguments are replayed as ``{"_invalid_arguments": "<the raw text>"}`` (a JSON object
@@ -21,6 +25,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Any
+
+import msgspec
 
 from .codecs.results import DIALECTS, RepairAction, RepairKind, RepairReport, missing_result
 from .codecs.results._common import Pair
@@ -39,8 +45,8 @@ def _dialect(provider: str) -> Any:
         raise UsageError(f"unknown provider {provider!r}; expected one of: {', '.join(DIALECTS)}") from None
 
 
-def _pairs(mod: Any, turn: Turn, results: Iterable[ToolResult]) -> list[Pair]:
-    calls = mod.replayed_calls(turn)
+def _checked(turn: Turn, results: Iterable[ToolResult]) -> dict[str, ToolResult]:
+    """``results`` by the ``local_id`` of the call each answers, after checking each answers a call of ``turn``."""
     known = {c.local_id: c for c in turn.calls}
     by_local: dict[str, ToolResult] = {}
     for r in results:
@@ -58,7 +64,35 @@ def _pairs(mod: Any, turn: Turn, results: Iterable[ToolResult]) -> list[Pair]:
         if r.local_id in by_local:
             raise UsageError(f"two results for call {r.local_id!r}: every call is answered exactly once")
         by_local[r.local_id] = r
-    return [(c, by_local.get(c.local_id) or missing_result(c)) for c in calls]
+    return by_local
+
+
+def _chosen(turn: Turn, by_local: dict[str, ToolResult]) -> tuple[int | None, Turn]:
+    """The choice the results answer, and ``turn`` reduced to it: its calls and its assistant message.
+
+    A turn of one choice is returned as it is (choice None). With several, the choice is the one of the answered
+    calls (the one ``turn.assistant_message`` replays when there are no results); results in two choices are
+    refused, since one history can only continue one choice."""
+    indexes = {ch.index for ch in turn.choices} | {c.choice for c in turn.calls}
+    if len(indexes) <= 1:
+        return None, turn
+    answered = sorted({c.choice for c in turn.calls if c.local_id in by_local})
+    if len(answered) > 1:
+        listed = ", ".join(str(i) for i in answered[:-1]) + f" and {answered[-1]}"
+        raise UsageError(f"the results answer calls of choices {listed}; a history continues one choice, so pass "
+                         f"the results of one choice (turn.choice_calls(n)) only")
+    default = 0 if 0 in indexes else min(indexes)
+    index = answered[0] if answered else default
+    message = next((ch.assistant_message for ch in turn.choices if ch.index == index), None)
+    if message is None and index == default:
+        message = turn.assistant_message
+    return index, msgspec.structs.replace(turn, calls=turn.choice_calls(index), assistant_message=message)
+
+
+def _pairs(turn: Turn, by_local: dict[str, ToolResult]) -> list[Pair]:
+    """Every call of the (one-choice) turn with its result; the provider needs an answer for each call it is
+    shown, so a call without one gets the "no result was recorded" error."""
+    return [(c, by_local.get(c.local_id) or missing_result(c)) for c in turn.calls]
 
 
 def encode_results(turn: Turn, results: Iterable[ToolResult], *, echo_ids: bool = True) -> list[Any] | dict[str, Any]:
@@ -66,14 +100,17 @@ def encode_results(turn: Turn, results: Iterable[ToolResult], *, echo_ids: bool 
 
     Chat: a list of ``tool`` messages; Responses: a list of output items; Anthropic: one user message (a dict);
     Gemini: one user content (a dict); Interactions: a list of ``function_result`` steps. Every call of the
-    replayed assistant message is answered exactly once (see the module docstring).
+    replayed assistant message is answered exactly once; in a turn of several choices, that is the choice of
+    the calls the results answer (see the module docstring).
 
     Raises ``UsageError`` for an unknown provider, a turn with no call to answer, a result that is not a
-    ``ToolResult``, answers a call that is not in ``turn`` (or has another call id or tool name), or a second
-    result for one call.
+    ``ToolResult``, answers a call that is not in ``turn`` (or has another call id or tool name), a second
+    result for one call, or results for calls of two choices.
     """
     mod = _dialect(turn.provider)
-    pairs = _pairs(mod, turn, results)
+    by_local = _checked(turn, results)
+    _, turn = _chosen(turn, by_local)
+    pairs = _pairs(turn, by_local)
     if not pairs:
         raise UsageError("the turn has no call to answer")
     return mod.encode(turn, pairs, echo_ids=echo_ids)
@@ -83,13 +120,18 @@ def history_messages(turn: Turn, results: Iterable[ToolResult], *, echo_ids: boo
     """What to append to the conversation after ``turn``: the assistant message (or Responses items /
     Interactions steps) replayed verbatim, with malformed arguments in the accepted form, then the results.
 
-    A turn without calls gives just its assistant message. Raises ``UsageError`` as ``encode_results`` does,
-    and when the turn has no assistant message to replay (a streaming-mode parse keeps none).
+    In a turn of several choices the replayed message is the one of the choice the results answer (choice 0
+    without results). A turn without calls gives just its assistant message. Raises ``UsageError`` as
+    ``encode_results`` does, and when the chosen choice has no assistant message to replay (a streaming-mode
+    parse keeps none).
     """
     mod = _dialect(turn.provider)
+    by_local = _checked(turn, results)
+    index, turn = _chosen(turn, by_local)
     if turn.assistant_message is None:
-        raise UsageError("the turn has no assistant message to replay (parse it with calls kept)")
-    pairs = _pairs(mod, turn, results)
+        where = "the turn" if index is None else f"choice {index} of the turn"
+        raise UsageError(f"{where} has no assistant message to replay (parse it with calls kept)")
+    pairs = _pairs(turn, by_local)
     out = list(mod.replay(turn, [c for c, _ in pairs]))
     if pairs:
         encoded = mod.encode(turn, pairs, echo_ids=echo_ids)

@@ -140,6 +140,10 @@ class StreamParser:
                             + (" (it is empty)" if asm.position == 0 else "")))
             codec.on_close()
             self._turn = asm.build_turn(codec.assistant_message())
+            if self._turn.choices:
+                messages = codec.choice_messages()
+                for choice in self._turn.choices:
+                    choice.assistant_message = messages.get(choice.index)
             asm.release()
         events = asm.take_events()
         events.append(TurnFinished(turn=self._turn))

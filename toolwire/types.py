@@ -168,12 +168,17 @@ class ServerCall(msgspec.Struct, kw_only=True):
 
 
 class Choice(msgspec.Struct, kw_only=True):
-    """Per-choice summary when a provider returns several choices/candidates (``n > 1``)."""
+    """Per-choice summary when a provider returns several choices/candidates (``n > 1``).
+
+    ``assistant_message`` is this choice's provider-native message: the history continues with the choice whose
+    calls were run, so each choice needs its own replay (``Turn.assistant_message`` is choice 0's).
+    """
 
     index: int
     finish_reason: FinishReason | None = None
     raw_finish_reason: str | None = None
     text: str = ""
+    assistant_message: Any = None
 
 
 class Turn(msgspec.Struct, kw_only=True, weakref=True):

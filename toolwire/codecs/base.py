@@ -61,6 +61,11 @@ class Codec:
         """The provider-native assistant message that replays this turn in the history."""
         return None
 
+    def choice_messages(self) -> dict[int, Any]:
+        """The assistant message of each choice, by index, for dialects that return several (Chat ``n > 1``,
+        Gemini candidates): the history continues with whichever choice was run. Empty for the others."""
+        return {}
+
     # helpers shared by codecs
     def bad_payload(self, exc: Exception, data: bytes) -> None:
         asm = self.asm

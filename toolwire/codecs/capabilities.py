@@ -55,6 +55,10 @@ class Capabilities(msgspec.Struct, frozen=True, kw_only=True):
     param_name_source: str = ""
     #: where the parameter-name rule applies: "always", or "openapi" (Gemini's OpenAPI ``parameters`` only)
     param_name_applies: str = "always"
+    #: the kinds of tool the dialect declares: "function" (JSON arguments), "custom" (free text, optionally
+    #: constrained by a grammar)
+    tool_kinds: tuple[str, ...] = ("function",)
+    tool_kinds_source: str = "function tools only"
 
     def name_ok(self, name: str) -> bool:
         return len(name) <= self.name_max and re.fullmatch(self.name_pattern, name) is not None
@@ -72,6 +76,7 @@ CAPABILITIES: dict[str, Capabilities] = {
         max_request_bytes=Limit(None, "WIRE F1: not documented", documented=False),
         max_schema_properties=Limit(5000, "WIRE F1: strict mode properties", applies="strict"),
         max_enum_values=Limit(1000, "WIRE F1: strict mode enum values", applies="strict"),
+        tool_kinds=("function", "custom"), tool_kinds_source="WIRE A1 (chat_completion_custom_tool_param.py)",
         ids_echoed="tool message tool_call_id = tool_calls[].id",
         signatures="none (Gemini's compatible endpoint: tool_calls[].extra_content.google.thought_signature)",
         tool_turn_finish=("tool_calls", "stop", "function_call"),
@@ -88,6 +93,7 @@ CAPABILITIES: dict[str, Capabilities] = {
         max_request_bytes=Limit(None, "WIRE F1: not documented", documented=False),
         max_schema_properties=Limit(5000, "WIRE F1: strict mode properties", applies="strict"),
         max_enum_values=Limit(1000, "WIRE F1: strict mode enum values", applies="strict"),
+        tool_kinds=("function", "custom"), tool_kinds_source="WIRE B1 (custom_tool_param.py)",
         ids_echoed="function_call_output.call_id = function_call.call_id (not the fc_ item id)",
         signatures="reasoning items (encrypted_content) replayed before their function_call",
         tool_turn_finish=("completed",),
@@ -102,6 +108,7 @@ CAPABILITIES: dict[str, Capabilities] = {
         max_tools=Limit(None, "WIRE F1: not documented for Messages", documented=False),
         schema_depth=Limit(None, "WIRE F1: not documented", documented=False),
         max_request_bytes=Limit(32 * 1024 * 1024, "WIRE C6 / F1: 413 request_too_large"),
+        tool_kinds_source="WIRE C1: every client tool takes a JSON Schema input",
         ids_echoed="tool_result.tool_use_id = tool_use.id; all results first in one user message",
         signatures="thinking.signature and redacted_thinking.data, replayed verbatim before tool_use",
         tool_turn_finish=("tool_use", "end_turn", "stop_sequence", "pause_turn"),
@@ -119,6 +126,7 @@ CAPABILITIES: dict[str, Capabilities] = {
         param_name_pattern=r"[A-Za-z_][A-Za-z0-9_]{0,63}",
         param_name_source="WIRE D1 (types.py FunctionDeclaration.parameters)",
         param_name_applies="openapi",
+        tool_kinds_source="WIRE D1: functionDeclarations only",
         ids_echoed="functionResponse.id = functionCall.id when the call had one; name always",
         signatures="thoughtSignature on the exact part (only the first of parallel calls)",
         tool_turn_finish=("STOP",),
@@ -134,6 +142,7 @@ CAPABILITIES: dict[str, Capabilities] = {
         max_tools=Limit(None, "not documented", documented=False),
         schema_depth=Limit(None, "not documented", documented=False),
         max_request_bytes=Limit(None, "not documented", documented=False),
+        tool_kinds_source="WIRE E1: function tools only",
         ids_echoed="function_result.call_id = function_call.id",
         signatures="thought steps (signature) and thought_signature deltas",
         tool_turn_finish=("requires_action", "completed"),

@@ -592,6 +592,14 @@ class GeminiCodec(Codec):
         st = self._cands.get(0)
         if st is None and self._cands:
             st = self._cands[min(self._cands)]
+        return self._content(st)
+
+    def choice_messages(self) -> dict[int, Any]:
+        """The model content of every candidate."""
+        return {i: self._content(st) for i, st in sorted(self._cands.items())}
+
+    @staticmethod
+    def _content(st: _Cand | None) -> dict[str, Any]:
         parts = []
         if st is not None:
             for entry in st.entries:

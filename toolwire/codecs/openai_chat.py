@@ -292,12 +292,19 @@ class OpenAIChatCodec(Codec):
 
     def assistant_message(self) -> Any:
         """``{"role": "assistant", "content": …, "tool_calls": […]}`` for choice 0, arguments as received."""
+        return self._message(0)
+
+    def choice_messages(self) -> dict[int, Any]:
+        """The assistant message of every choice (``n > 1``)."""
+        return {i: self._message(i) for i in sorted(set(self.asm.choices) | set(self._choices))}
+
+    def _message(self, choice: int) -> Any:
         asm = self.asm
-        st = asm.choices.get(0)
+        st = asm.choices.get(choice)
         text = "".join(st.text) if st else ""
         calls = []
         for rec in asm.records:
-            if rec.choice != 0 or rec.server:
+            if rec.choice != choice or rec.server:
                 continue
             if rec.kind is CallKind.CUSTOM:
                 entry = {"id": rec.call_id, "type": "custom", "custom": {"name": rec.name, "input": rec.raw}}
@@ -310,7 +317,7 @@ class OpenAIChatCodec(Codec):
         msg: dict[str, Any] = {"role": "assistant", "content": text or None}
         if calls:
             msg["tool_calls"] = calls
-        ch = self._choices.get(0)
+        ch = self._choices.get(choice)
         if ch is not None and ch.reasoning:
             msg["reasoning_content"] = "".join(ch.reasoning)
         return msg

@@ -32,6 +32,7 @@ from ._common import (
     ToolSpec,
     as_spec,
     check_limits,
+    kind_finding,
     suggest_name,
 )
 
@@ -52,6 +53,7 @@ __all__ = [
     "load_tools",
     "as_spec",
     "check_limits",
+    "kind_finding",
     "suggest_name",
     "module_for",
 ]
@@ -100,16 +102,40 @@ def declare_tool(dialect: str, tool: Any, *, strict: bool = False, schema_mode: 
     return module_for(dialect).declare_tool(as_spec(tool), strict=strict, schema_mode=schema_mode)
 
 
-def translate_choice(dialect: str, choice: ToolChoice, names: Iterable[str], *, strict: bool = False
-                     ) -> ChoiceResult:
-    """``choice`` in ``dialect`` for the declared tool ``names``; raises ``ToolChoiceError`` for an unknown name."""
-    return module_for(dialect).choice_fragment(choice, list(names), strict=strict)
+def _refuse_kinds(dialect: str, specs: Iterable[ToolSpec]) -> None:
+    """Raise ``DeclarationLimitError`` (with every such tool in ``findings``) when ``dialect`` cannot declare some
+    tool's kind: a custom tool is never sent as a function the model would call with JSON."""
+    refused = [f for f in (kind_finding(dialect, s) for s in specs) if f is not None]
+    if refused:
+        raise DeclarationLimitError(refused[0], refused)
+
+
+def _choice(mod: ModuleType, choice: ToolChoice, names: list[str], strict: bool, custom: list[str]
+            ) -> ChoiceResult:
+    if custom:  # only the dialects that declare custom tools get here (the others refused them)
+        return mod.choice_fragment(choice, names, strict=strict, custom=custom)
+    return mod.choice_fragment(choice, names, strict=strict)
+
+
+def translate_choice(dialect: str, choice: ToolChoice, names: Iterable[str], *, strict: bool = False,
+                     custom: Iterable[str] = ()) -> ChoiceResult:
+    """``choice`` in ``dialect`` for the declared tool ``names``, of which ``custom`` are custom tools (OpenAI
+    names those in a choice as custom, not function, tools).
+
+    Raises ``ToolChoiceError`` for an unknown name, ``DeclarationLimitError`` when ``custom`` is not empty and
+    the dialect has no custom tools."""
+    mod = module_for(dialect)
+    custom = list(custom)
+    _refuse_kinds(dialect, [ToolSpec(name=n, kind="custom") for n in custom])
+    return _choice(mod, choice, list(names), strict, custom)
 
 
 def declare(dialect: str, tools: Iterable[Any], *, choice: ToolChoice | None = None, strict: bool = False,
             schema_mode: str = "json_schema") -> Declaration:
     """Declare ``tools`` (``Tool``, ``ToolSpec`` or ``{"name", "description", "input_schema"}``) for ``dialect``.
 
+    A custom (free-text) tool (``kind == "custom"``, with its ``format``) is declared as the OpenAI dialects'
+    custom tool; the other dialects refuse it with ``DeclarationLimitError`` (limit ``tool_kind``).
     ``choice`` defaults to ``ToolChoice.auto()``. ``strict`` asks the provider to constrain arguments to the
     schema (OpenAI: ``strict: true`` with the schema rewritten and ``parallel_tool_calls: false``; Anthropic:
     ``strict: true``; Gemini and Interactions: mode VALIDATED in place of AUTO). ``schema_mode`` matters for
@@ -130,8 +156,9 @@ def declare(dialect: str, tools: Iterable[Any], *, choice: ToolChoice | None = N
         if spec.name in seen:
             raise DuplicateToolError(f"two tools are named {spec.name!r}", tool=spec.name, rule="unique names")
         seen.add(spec.name)
+    _refuse_kinds(dialect, specs)
     choice = choice if choice is not None else ToolChoice()
-    result: ChoiceResult = mod.choice_fragment(choice, [s.name for s in specs], strict=strict)
+    result = _choice(mod, choice, [s.name for s in specs], strict, [s.name for s in specs if s.kind == "custom"])
     chosen = specs if result.keep is None else [s for s in specs if s.name in set(result.keep)]
     declarations: list[dict[str, Any]] = []
     losses: list[Loss] = []
@@ -152,9 +179,22 @@ def declare(dialect: str, tools: Iterable[Any], *, choice: ToolChoice | None = N
 
 
 def _entry(raw: Any, index: int) -> dict[str, Any]:
-    """One tool entry in any supported shape, as ``{"name", "description", "input_schema"}``."""
+    """One tool entry in any supported shape, as ``{"name", "description", "input_schema"}`` (a custom tool:
+    ``{"name", "description", "kind": "custom", "format"}``, the format in the Responses shape)."""
     if not isinstance(raw, Mapping):
         raise ToolDeclarationError(f"tool #{index} is not a JSON object", tool=None, rule="tool is an object")
+    if raw.get("type") == "custom" and isinstance(raw.get("custom"), Mapping):  # Chat custom tool
+        custom = raw["custom"]
+        fmt = custom.get("format")
+        if isinstance(fmt, Mapping) and fmt.get("type") == "grammar" and isinstance(fmt.get("grammar"), Mapping):
+            fmt = {"type": "grammar", "syntax": fmt["grammar"].get("syntax"),
+                   "definition": fmt["grammar"].get("definition")}
+        return {"name": custom.get("name"), "description": custom.get("description"), "kind": "custom",
+                "format": fmt}
+    if raw.get("kind") == "custom" or (raw.get("type") == "custom" and "input_schema" not in raw):
+        # a Responses custom tool, or a canonical one (Anthropic's {"type": "custom", input_schema} is a function)
+        return {"name": raw.get("name"), "description": raw.get("description"), "kind": "custom",
+                "format": raw.get("format")}
     if raw.get("type") == "function" and isinstance(raw.get("function"), Mapping):  # Chat
         fn = raw["function"]
         return {"name": fn.get("name"), "description": fn.get("description"), "input_schema": fn.get("parameters")}
@@ -181,9 +221,10 @@ def load_tools(doc: Any) -> list[ToolSpec]:
     Accepted: a list of canonical tools ``[{"name", "description", "input_schema"}]``; an MCP ``tools/list``
     result ``{"tools": [{"name", "description", "inputSchema"}]}`` (or its JSON-RPC envelope); a Chat,
     Responses, Anthropic or Interactions ``tools`` array; Gemini ``[{"functionDeclarations": [...]}]`` with
-    ``parametersJsonSchema``. A tool without a schema takes no arguments. Each schema must be a valid JSON
-    Schema whose type is ``object`` (as for ``Tool.from_schema``); names are not checked here (``declare`` and
-    ``audit`` do, per dialect).
+    ``parametersJsonSchema``. Custom tools (Chat or Responses ``{"type": "custom", …}``, or canonical with
+    ``"kind": "custom"`` and ``format``) load as custom specs, their format in the Responses shape. A tool
+    without a schema takes no arguments. Each schema must be a valid JSON Schema whose type is ``object`` (as
+    for ``Tool.from_schema``); names are not checked here (``declare`` and ``audit`` do, per dialect).
 
     Raises ``ToolDeclarationError`` (``DuplicateToolError`` for a repeated name).
     """
@@ -215,6 +256,7 @@ def load_tools(doc: Any) -> list[ToolSpec]:
         if spec.name in seen:
             raise DuplicateToolError(f"two tools are named {spec.name!r}", tool=spec.name, rule="unique names")
         seen.add(spec.name)
-        _schema_validator(spec.name, spec.input_schema)
+        if spec.kind == "function":
+            _schema_validator(spec.name, spec.input_schema)
         specs.append(spec)
     return specs

@@ -26,6 +26,9 @@ __all__ = [
     "ToolChoiceError",
     "as_spec",
     "check_limits",
+    "kind_finding",
+    "refuse_kind",
+    "TEXT_INPUT",
     "suggest_name",
     "SCHEMA_MODES",
     "check_choice_names",
@@ -37,42 +40,91 @@ SCHEMA_MODES = ("json_schema", "openapi")
 ChoiceMode = Literal["auto", "required", "none", "tool"]
 
 
-class ToolSpec(msgspec.Struct, frozen=True, kw_only=True):
-    """A tool as declarations see it: ``name``, ``description``, ``input_schema`` (a JSON Schema object).
+def _no_arguments() -> dict[str, Any]:
+    return {"type": "object", "properties": {}}
 
-    ``toolwire.Tool`` carries the same three fields; a spec needs no handler and is not name-checked, so
+
+#: the input schema a custom tool is given: its input is one text, not an object (never sent)
+TEXT_INPUT: dict[str, Any] = {"type": "string"}
+
+_FORMAT_RULE = 'format {"type": "text"} or {"type": "grammar", "syntax": "lark"|"regex", "definition": str}'
+
+
+class ToolSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """A tool as declarations see it: ``name``, ``description``, ``input_schema`` (a JSON Schema object), and
+    ``kind``: ``"function"`` (JSON arguments) or ``"custom"`` (free text, the OpenAI dialects only).
+
+    ``format`` is a custom tool's input format in the Responses shape (``{"type": "text"}`` or ``{"type":
+    "grammar", "syntax": "lark" | "regex", "definition": …}``; None: unconstrained text); each dialect writes it
+    in its own shape. A custom tool's ``input_schema`` is not sent.
+
+    ``toolwire.Tool`` carries the same fields; a spec needs no handler and is not name-checked, so
     ``toolwire audit`` can report the names some provider would reject.
     """
 
     name: str
-    input_schema: dict[str, Any]
+    input_schema: dict[str, Any] = msgspec.field(default_factory=_no_arguments)
     description: str = ""
+    kind: str = "function"
+    format: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("function", "custom"):
+            raise ToolDeclarationError(f"tool {self.name!r}: kind must be 'function' or 'custom', not {self.kind!r}",
+                                       tool=self.name, rule="kind function or custom")
+        if self.format is not None:
+            if self.kind != "custom":
+                raise ToolDeclarationError(f"tool {self.name!r}: only a custom tool has a format", tool=self.name,
+                                           rule="format only on custom tools")
+            _check_format(self.name, self.format)
+
+
+def _check_format(name: str, fmt: Any) -> None:
+    """Refuse a custom tool format the OpenAI SDK types do not describe (the provider would refuse the request)."""
+    if not isinstance(fmt, Mapping) or fmt.get("type") not in ("text", "grammar"):
+        raise ToolDeclarationError(f"tool {name!r}: invalid custom tool format {fmt!r}", tool=name,
+                                   rule=_FORMAT_RULE)
+    if fmt["type"] == "grammar" and (fmt.get("syntax") not in ("lark", "regex")
+                                     or not isinstance(fmt.get("definition"), str) or not fmt["definition"]):
+        raise ToolDeclarationError(f"tool {name!r}: a grammar format needs syntax 'lark' or 'regex' and a non-empty "
+                                   f"definition, got {dict(fmt)!r}", tool=name, rule=_FORMAT_RULE)
 
 
 def as_spec(tool: Any) -> ToolSpec:
     """A ``ToolSpec`` from a ``Tool``, a ``ToolSpec``, or a mapping with ``name``, ``description`` and
-    ``input_schema`` (or MCP's ``inputSchema``). Raises ``ToolDeclarationError`` for anything else."""
+    ``input_schema`` (or MCP's ``inputSchema``), and for a custom tool ``kind: "custom"`` and ``format``.
+    Raises ``ToolDeclarationError`` for anything else."""
     if isinstance(tool, ToolSpec):
         return tool
     if isinstance(tool, Mapping):
         name = tool.get("name")
         schema = tool.get("input_schema", tool.get("inputSchema"))
         description = tool.get("description")
+        kind = tool.get("kind", "function")
+        fmt = tool.get("format")
     else:
         name = getattr(tool, "name", None)
         schema = getattr(tool, "input_schema", None)
         description = getattr(tool, "description", None)
+        kind = getattr(tool, "kind", "function")
+        fmt = getattr(tool, "format", None)
     if not isinstance(name, str):
         raise ToolDeclarationError(f"tool name must be a string, got {name!r}", tool=None, rule="name is a string")
-    if schema is None:
-        schema = {"type": "object", "properties": {}}
-    if not isinstance(schema, Mapping):
-        raise ToolDeclarationError(f"tool {name!r}: input schema must be a JSON object", tool=name,
-                                   rule="schema is an object")
     if description is not None and not isinstance(description, str):
         raise ToolDeclarationError(f"tool {name!r}: description must be a string", tool=name,
                                    rule="description is a string")
-    return ToolSpec(name=name, input_schema=dict(schema), description=description or "")
+    if kind == "custom":
+        if fmt is not None:
+            _check_format(name, fmt)
+            fmt = dict(fmt)
+        return ToolSpec(name=name, input_schema=dict(TEXT_INPUT), description=description or "", kind="custom",
+                        format=fmt)
+    if schema is None:
+        schema = _no_arguments()
+    if not isinstance(schema, Mapping):
+        raise ToolDeclarationError(f"tool {name!r}: input schema must be a JSON object", tool=name,
+                                   rule="schema is an object")
+    return ToolSpec(name=name, input_schema=dict(schema), description=description or "", kind=kind)
 
 
 class ToolChoiceError(UsageError):
@@ -222,9 +274,10 @@ def check_choice_names(dialect: str, choice: ToolChoice, declared: Sequence[str]
 
 class LimitFinding(msgspec.Struct, frozen=True, kw_only=True):
     """A provider limit a declaration breaks: ``limit`` (``name_length``, ``name_pattern``, ``max_tools``,
-    ``schema_depth``, ``schema_properties``, ``enum_values``, ``parameter_name``, ``request_bytes``), the
-    ``value`` found and the ``max`` allowed (a number, or the rule as a pattern), for ``tool`` (None when the
-    limit is on the whole request) in ``dialect``; ``source`` and ``documented`` come from the capabilities."""
+    ``schema_depth``, ``schema_properties``, ``enum_values``, ``parameter_name``, ``request_bytes``,
+    ``tool_kind``), the ``value`` found and the ``max`` allowed (a number, the rule as a pattern, or for
+    ``tool_kind`` the kinds the dialect declares), for ``tool`` (None when the limit is on the whole request) in
+    ``dialect``; ``source`` and ``documented`` come from the capabilities."""
 
     dialect: str
     tool: str | None
@@ -234,22 +287,28 @@ class LimitFinding(msgspec.Struct, frozen=True, kw_only=True):
     source: str
     documented: bool = True
 
+    def describe(self) -> str:
+        """The finding for people: the dialect, the tool, what is wrong and where the limit comes from."""
+        who = f"tool {self.tool!r}" if self.tool is not None else "the request"
+        if self.limit == "tool_kind":
+            return (f"{self.dialect}: {who} is a {self.value} tool, which {self.dialect} cannot declare (it takes "
+                    f"{self.max} tools only; {self.source})")
+        doc = "" if self.documented else ", not documented by the provider"
+        return (f"{self.dialect}: {who} breaks the {self.limit} limit: {self.value!r} (limit {self.max!r}; "
+                f"{self.source}{doc})")
+
 
 class DeclarationLimitError(ToolDeclarationError):
     """A declaration breaks a provider limit (a name too long or outside the pattern, too many tools, a schema
-    too deep for strict mode, …).
+    too deep for strict mode, a custom tool for a dialect that only declares function tools, …).
 
     Attributes: ``tool`` (None for request-wide limits), ``limit``, ``value``, ``max``, ``dialect``,
     ``findings`` (every ``LimitFinding`` of the declaration, the first of which made the message).
     """
 
     def __init__(self, finding: LimitFinding, findings: Sequence[LimitFinding] = ()) -> None:
-        who = f"tool {finding.tool!r}" if finding.tool is not None else "the request"
         more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
-        doc = "" if finding.documented else ", not documented by the provider"
-        super().__init__(f"{finding.dialect}: {who} breaks the {finding.limit} limit: {finding.value!r} "
-                         f"(limit {finding.max!r}; {finding.source}{doc}){more}", tool=finding.tool,
-                         rule=finding.limit)
+        super().__init__(finding.describe() + more, tool=finding.tool, rule=finding.limit)
         self.limit = finding.limit
         self.value = finding.value
         self.max = finding.max
@@ -269,6 +328,24 @@ def suggest_name(name: str, cap: Capabilities) -> str:
         digest = hashlib.sha1(name.encode("utf-8")).hexdigest()[:8]
         out = out[: limit - 9] + "_" + digest
     return out
+
+
+def kind_finding(dialect: str, spec: ToolSpec) -> LimitFinding | None:
+    """The ``tool_kind`` finding for a tool whose kind ``dialect`` cannot declare (a custom tool outside the
+    OpenAI dialects), else None. Such a tool is refused, never declared as a function in its place: the model
+    would send JSON arguments to a tool that expects text."""
+    cap = capabilities_for(dialect)
+    if spec.kind in cap.tool_kinds:
+        return None
+    return LimitFinding(dialect=dialect, tool=spec.name, limit="tool_kind", value=spec.kind,
+                        max=" and ".join(cap.tool_kinds), source=cap.tool_kinds_source)
+
+
+def refuse_kind(dialect: str, spec: ToolSpec) -> None:
+    """Raise ``DeclarationLimitError`` when ``dialect`` cannot declare a tool of ``spec``'s kind."""
+    finding = kind_finding(dialect, spec)
+    if finding is not None:
+        raise DeclarationLimitError(finding)
 
 
 def _name_findings(dialect: str, cap: Capabilities, name: str) -> list[LimitFinding]:
@@ -296,6 +373,9 @@ def check_limits(dialect: str, specs: Sequence[ToolSpec], schemas: Sequence[Mapp
     cap = capabilities_for(dialect)
     found: list[LimitFinding] = []
     for spec in specs:
+        kind = kind_finding(dialect, spec)
+        if kind is not None:
+            found.append(kind)
         found.extend(_name_findings(dialect, cap, spec.name))
     max_tools = cap.max_tools
     if max_tools.value is not None and len(specs) > max_tools.value:

@@ -21,14 +21,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...schema_tools import Loss
-from ._common import Approximation, ChoiceResult, ToolChoice, ToolSpec, check_choice_names
+from ._common import Approximation, ChoiceResult, ToolChoice, ToolSpec, check_choice_names, refuse_kind
 
 DIALECT = "anthropic"
 
 
 def declare_tool(spec: ToolSpec, *, strict: bool = False, schema_mode: str = "json_schema"
                  ) -> tuple[dict[str, Any], tuple[Loss, ...]]:
-    """One tool declaration (the schema is sent as given)."""
+    """One tool declaration (the schema is sent as given). A custom (free-text) tool raises
+    ``DeclarationLimitError``: Anthropic tools take JSON input only."""
+    refuse_kind(DIALECT, spec)
     out: dict[str, Any] = {"name": spec.name}
     if spec.description:
         out["description"] = spec.description

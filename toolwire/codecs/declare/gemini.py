@@ -23,14 +23,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...schema_tools import Loss, gemini_schema, ignored_keywords
-from ._common import Approximation, ChoiceResult, ToolChoice, ToolSpec, check_choice_names
+from ._common import Approximation, ChoiceResult, ToolChoice, ToolSpec, check_choice_names, refuse_kind
 
 DIALECT = "gemini"
 
 
 def declare_tool(spec: ToolSpec, *, strict: bool = False, schema_mode: str = "json_schema"
                  ) -> tuple[dict[str, Any], tuple[Loss, ...]]:
-    """One function declaration; ``schema_mode="openapi"`` may raise ``SchemaConversionError``."""
+    """One function declaration; ``schema_mode="openapi"`` may raise ``SchemaConversionError``. A custom
+    (free-text) tool raises ``DeclarationLimitError``: Gemini declares functions only."""
+    refuse_kind(DIALECT, spec)
     out: dict[str, Any] = {"name": spec.name}
     if spec.description:
         out["description"] = spec.description

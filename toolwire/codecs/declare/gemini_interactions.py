@@ -15,14 +15,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...schema_tools import Loss, ignored_keywords
-from ._common import Approximation, ChoiceResult, ToolChoice, ToolSpec, check_choice_names
+from ._common import Approximation, ChoiceResult, ToolChoice, ToolSpec, check_choice_names, refuse_kind
 
 DIALECT = "gemini-interactions"
 
 
 def declare_tool(spec: ToolSpec, *, strict: bool = False, schema_mode: str = "json_schema"
                  ) -> tuple[dict[str, Any], tuple[Loss, ...]]:
-    """One function tool (the JSON Schema is sent as given)."""
+    """One function tool (the JSON Schema is sent as given). A custom (free-text) tool raises
+    ``DeclarationLimitError``: Interactions declares function tools only."""
+    refuse_kind(DIALECT, spec)
     out: dict[str, Any] = {"type": "function", "name": spec.name}
     if spec.description:
         out["description"] = spec.description

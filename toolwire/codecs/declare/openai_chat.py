@@ -1,16 +1,18 @@
 """OpenAI Chat Completions declarations (WIRE A1).
 
 A tool is nested under ``function``: ``{"type": "function", "function": {name, description?, parameters,
-strict?}}``. ``tool_choice`` is ``"auto"|"required"|"none"``, ``{"type": "function", "function": {"name"}}``,
-or the nested ``{"type": "allowed_tools", "allowed_tools": {"mode", "tools": [...]}}``; ``parallel_tool_calls``
-is a top-level boolean. Strict mode rewrites the schema (``toolwire.schema_tools.strict_schema``) and turns
-parallel calls off unless the caller asked for them (the provider does not guarantee strict schemas for
-parallel calls).
+strict?}}``; a custom (free-text) tool under ``custom``: ``{"type": "custom", "custom": {name, description?,
+format?}}``, a grammar format nested as ``{"type": "grammar", "grammar": {syntax, definition}}``. ``tool_choice``
+is ``"auto"|"required"|"none"``, ``{"type": "function", "function": {"name"}}`` (``{"type": "custom", "custom":
+{"name"}}`` for a custom tool), or the nested ``{"type": "allowed_tools", "allowed_tools": {"mode", "tools":
+[...]}}``; ``parallel_tool_calls`` is a top-level boolean. Strict mode rewrites the schema
+(``toolwire.schema_tools.strict_schema``) and turns parallel calls off unless the caller asked for them (the
+provider does not guarantee strict schemas for parallel calls).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from ...schema_tools import Loss, strict_schema
@@ -21,7 +23,10 @@ DIALECT = "openai-chat"
 
 def declare_tool(spec: ToolSpec, *, strict: bool = False, schema_mode: str = "json_schema"
                  ) -> tuple[dict[str, Any], tuple[Loss, ...]]:
-    """One tool declaration; with ``strict`` the schema is rewritten (raises ``StrictSchemaError``)."""
+    """One tool declaration; with ``strict`` the schema is rewritten (raises ``StrictSchemaError``). A custom
+    tool has no schema, so ``strict`` leaves it as it is."""
+    if spec.kind == "custom":
+        return {"type": "custom", "custom": _custom(spec)}, ()
     schema: dict[str, Any] = spec.input_schema
     losses: tuple[Loss, ...] = ()
     if strict:
@@ -36,7 +41,21 @@ def declare_tool(spec: ToolSpec, *, strict: bool = False, schema_mode: str = "js
     return {"type": "function", "function": function}, losses
 
 
+def _custom(spec: ToolSpec) -> dict[str, Any]:
+    """``custom``: the Responses-shaped format written in Chat's shape (the grammar nested under ``grammar``)."""
+    custom: dict[str, Any] = {"name": spec.name}
+    if spec.description:
+        custom["description"] = spec.description
+    fmt = spec.format
+    if fmt is not None:
+        custom["format"] = ({"type": "grammar", "grammar": {"syntax": fmt["syntax"], "definition": fmt["definition"]}}
+                            if fmt["type"] == "grammar" else {"type": "text"})
+    return custom
+
+
 def schema_of(declaration: dict[str, Any]) -> dict[str, Any]:
+    if declaration.get("type") == "custom":
+        return {}
     return declaration["function"].get("parameters") or {}
 
 
@@ -48,16 +67,22 @@ def strict_warnings(strict: bool) -> tuple[Approximation, ...]:
     return ()
 
 
-def choice_fragment(choice: ToolChoice, names: Sequence[str], *, strict: bool = False) -> ChoiceResult:
-    """``tool_choice`` (+ ``parallel_tool_calls``) for ``choice``; every choice is expressible here."""
+def _ref(name: str, custom: Collection[str]) -> dict[str, Any]:
+    kind = "custom" if name in custom else "function"
+    return {"type": kind, kind: {"name": name}}
+
+
+def choice_fragment(choice: ToolChoice, names: Sequence[str], *, strict: bool = False,
+                    custom: Collection[str] = ()) -> ChoiceResult:
+    """``tool_choice`` (+ ``parallel_tool_calls``) for ``choice``; every choice is expressible here. ``custom``:
+    the declared names that are custom tools (a choice refers to them as such)."""
     check_choice_names(DIALECT, choice, names)
     value: Any
     if choice.mode == "tool":
-        value = {"type": "function", "function": {"name": choice.name}}
+        value = _ref(choice.name, custom)  # type: ignore[arg-type]
     elif choice.allowed is not None:
         value = {"type": "allowed_tools",
-                 "allowed_tools": {"mode": choice.mode,
-                                   "tools": [{"type": "function", "function": {"name": n}} for n in choice.allowed]}}
+                 "allowed_tools": {"mode": choice.mode, "tools": [_ref(n, custom) for n in choice.allowed]}}
     else:
         value = choice.mode
     extra, warnings = openai_parallel(choice, strict)

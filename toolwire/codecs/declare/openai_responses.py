@@ -2,14 +2,15 @@
 
 Function tools are flat: ``{"type": "function", name, description?, parameters, strict}`` (the SDK marks
 ``parameters`` and ``strict`` required; ``strict`` is always sent, ``false`` unless asked, so the API does not
-pick strict validation on its own). ``tool_choice`` is flat too: ``{"type": "function", "name"}`` and
-``{"type": "allowed_tools", "mode", "tools": [{"type": "function", "name"}]}``; ``parallel_tool_calls`` as in
-Chat.
+pick strict validation on its own). Custom (free-text) tools too: ``{"type": "custom", name, description?,
+format?}``, the format flat (``{"type": "grammar", "syntax", "definition"}``). ``tool_choice`` is flat too:
+``{"type": "function", "name"}`` (``{"type": "custom", "name"}`` for a custom tool) and ``{"type":
+"allowed_tools", "mode", "tools": [{"type": "function", "name"}]}``; ``parallel_tool_calls`` as in Chat.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from ...schema_tools import Loss, strict_schema
@@ -20,7 +21,15 @@ DIALECT = "openai-responses"
 
 def declare_tool(spec: ToolSpec, *, strict: bool = False, schema_mode: str = "json_schema"
                  ) -> tuple[dict[str, Any], tuple[Loss, ...]]:
-    """One tool declaration; with ``strict`` the schema is rewritten (raises ``StrictSchemaError``)."""
+    """One tool declaration; with ``strict`` the schema is rewritten (raises ``StrictSchemaError``). A custom
+    tool has no schema and no ``strict`` field, so ``strict`` leaves it as it is."""
+    if spec.kind == "custom":
+        custom: dict[str, Any] = {"type": "custom", "name": spec.name}
+        if spec.description:
+            custom["description"] = spec.description
+        if spec.format is not None:
+            custom["format"] = dict(spec.format)
+        return custom, ()
     schema: dict[str, Any] = spec.input_schema
     losses: tuple[Loss, ...] = ()
     if strict:
@@ -46,15 +55,20 @@ def strict_warnings(strict: bool) -> tuple[Approximation, ...]:
     return ()
 
 
-def choice_fragment(choice: ToolChoice, names: Sequence[str], *, strict: bool = False) -> ChoiceResult:
-    """``tool_choice`` (+ ``parallel_tool_calls``) for ``choice``; every choice is expressible here."""
+def _ref(name: str, custom: Collection[str]) -> dict[str, Any]:
+    return {"type": "custom" if name in custom else "function", "name": name}
+
+
+def choice_fragment(choice: ToolChoice, names: Sequence[str], *, strict: bool = False,
+                    custom: Collection[str] = ()) -> ChoiceResult:
+    """``tool_choice`` (+ ``parallel_tool_calls``) for ``choice``; every choice is expressible here. ``custom``:
+    the declared names that are custom tools (a choice refers to them as such)."""
     check_choice_names(DIALECT, choice, names)
     value: Any
     if choice.mode == "tool":
-        value = {"type": "function", "name": choice.name}
+        value = _ref(choice.name, custom)  # type: ignore[arg-type]
     elif choice.allowed is not None:
-        value = {"type": "allowed_tools", "mode": choice.mode,
-                 "tools": [{"type": "function", "name": n} for n in choice.allowed]}
+        value = {"type": "allowed_tools", "mode": choice.mode, "tools": [_ref(n, custom) for n in choice.allowed]}
     else:
         value = choice.mode
     extra, warnings = openai_parallel(choice, strict)

@@ -1,10 +1,11 @@
 """Results and history, per dialect: the provider-native message(s) answering a turn's calls, the replay of the
 assistant message in a form the provider accepts, and the repair of a stored history.
 
-Each dialect module provides ``replayed_calls(turn)`` (the calls its assistant message replays), ``encode(turn,
-pairs, echo_ids=)`` (the result message(s) for ``(call, result)`` pairs in call order), ``replay(turn, calls)``
-(the assistant message(s) to append) and ``repair(messages, echo_ids=)`` (the repaired history and the
-``RepairAction`` records). The public entry points are in ``toolwire.history``.
+Each dialect module provides ``encode(turn, pairs, echo_ids=)`` (the result message(s) for ``(call, result)``
+pairs in call order), ``replay(turn, calls)`` (the assistant message(s) to append) and ``repair(messages,
+echo_ids=)`` (the repaired history and the ``RepairAction`` records). The public entry points are in
+``toolwire.history``, which hands ``encode`` and ``replay`` a turn of one choice: the calls and assistant
+message of the choice being answered.
 """
 
 from __future__ import annotations

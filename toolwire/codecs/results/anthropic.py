@@ -28,14 +28,9 @@ from ._common import (
     wire_id,
 )
 
-__all__ = ["PROVIDER", "replayed_calls", "encode", "replay", "repair"]
+__all__ = ["PROVIDER", "encode", "replay", "repair"]
 
 PROVIDER = "anthropic"
-
-
-def replayed_calls(turn: Turn) -> list[ToolCall]:
-    """Every call of the turn (one message)."""
-    return list(turn.calls)
 
 
 def tool_result(tool_use_id: str, text: str, is_error: bool) -> dict[str, Any]:

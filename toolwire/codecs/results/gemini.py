@@ -32,18 +32,9 @@ from ._common import (
     object_arguments,
 )
 
-__all__ = ["PROVIDER", "replayed_calls", "encode", "replay", "repair", "function_response"]
+__all__ = ["PROVIDER", "encode", "replay", "repair", "function_response"]
 
 PROVIDER = "gemini"
-
-
-def replayed_calls(turn: Turn) -> list[ToolCall]:
-    """The calls of the candidate the model content replays (candidate 0, else the lowest index)."""
-    if not turn.choices:
-        return list(turn.calls)
-    indexes = [ch.index for ch in turn.choices]
-    want = 0 if 0 in indexes else min(indexes)
-    return [c for c in turn.calls if c.choice == want]
 
 
 def function_response(call_id: str | None, name: str | None, value: Any, is_error: bool) -> dict[str, Any]:

@@ -34,14 +34,9 @@ from ._common import (
 )
 from ._flat import CallRef, Group, place_results
 
-__all__ = ["PROVIDER", "replayed_calls", "encode", "replay", "repair"]
+__all__ = ["PROVIDER", "encode", "replay", "repair"]
 
 PROVIDER = "gemini-interactions"
-
-
-def replayed_calls(turn: Turn) -> list[ToolCall]:
-    """Every call of the turn (one interaction)."""
-    return list(turn.calls)
 
 
 def function_result(call_id: str, name: str | None, result: Any, is_error: bool) -> dict[str, Any]:

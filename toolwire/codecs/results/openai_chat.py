@@ -25,14 +25,9 @@ from ._common import (
 )
 from ._flat import CallRef, Group, place_results
 
-__all__ = ["PROVIDER", "replayed_calls", "encode", "replay", "repair"]
+__all__ = ["PROVIDER", "encode", "replay", "repair"]
 
 PROVIDER = "openai-chat"
-
-
-def replayed_calls(turn: Turn) -> list[ToolCall]:
-    """The calls the assistant message replays: those of choice 0 (the codec replays choice 0)."""
-    return [c for c in turn.calls if c.choice == 0]
 
 
 def encode(turn: Turn, pairs: list[Pair], *, echo_ids: bool = True) -> list[dict[str, Any]]:

@@ -42,7 +42,7 @@ from ._common import (
 )
 from ._flat import CallRef, Group, place_results
 
-__all__ = ["PROVIDER", "replayed_calls", "encode", "replay", "repair", "BLANK_SCREENSHOT"]
+__all__ = ["PROVIDER", "encode", "replay", "repair", "BLANK_SCREENSHOT"]
 
 PROVIDER = "openai-responses"
 
@@ -68,11 +68,6 @@ _MODEL_ITEMS = frozenset({
     "mcp_approval_request", "image_generation_call", "code_interpreter_call", "program", "program_output",
     "compaction", "item_reference",
 })
-
-
-def replayed_calls(turn: Turn) -> list[ToolCall]:
-    """Every call of the turn (a Responses turn has one output list)."""
-    return list(turn.calls)
 
 
 def _builtin_type(call: ToolCall) -> str:
