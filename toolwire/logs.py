@@ -122,6 +122,11 @@ CATALOGUE: dict[str, EventSpec] = {
     "loop.turn": _spec(
         "info", "conversation_id provider calls finish_reason step",
         "a model turn was parsed and accepted"),
+    "loop.turn_rejected": _spec(
+        "warning", "attempt conversation_id finish_reason provider step transient type",
+        "a parsed turn cannot be used (an error, a cut, a token limit, a filter or refusal, another unclean "
+        "ending, no calls and no text): it is retried or ends in the fallback (`type` says why, `finish_reason` "
+        "is the provider's own)"),
     "loop.answer": _spec(
         "info", "conversation_id provider calls steps",
         "the model answered without calls: the conversation turn is over"),
