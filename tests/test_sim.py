@@ -724,6 +724,19 @@ def test_reset_fault_resets_the_connection_mid_body(sv: Served, stream: bool) ->
     assert sv.sim.requests[-1].fault == Fault.reset(at=0.5)
 
 
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_arguments_fault_puts_any_value_in_the_calls(sv: Served, dialect: str, stream: bool) -> None:
+    """``Fault.arguments`` replaces the scripted arguments, streamed and whole, however deep they go."""
+    value: Any = {"key": "height"}
+    for _ in range(200):
+        value = {"key": [value]}
+    sv.sim.plan([Fault.arguments(value)])
+    path, body = Conv(dialect, HEIGHT, stream=stream).request()
+    turn = toolwire.parse(dialect, post(sv.url, path, body, AUTH[dialect]).body)
+    assert turn.finished_cleanly and [c.args for c in turn.calls] == [value]
+
+
 def test_fault_arguments_are_checked() -> None:
     """Faults refuse meaningless parameters."""
     with pytest.raises(ValueError):

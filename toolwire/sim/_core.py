@@ -64,6 +64,8 @@ class Fault:
     * ``raw(body, status=200, content_type=..., headers=None)``: answer with exactly ``body`` (bytes, str, or a
       dict sent as JSON) under ``status``: garbage, HTML, an empty body, an endless line.
     * ``reset(at=0.5)``: like ``cut``, but the connection is reset (TCP RST) instead of closed.
+    * ``arguments(value)``: the model's calls carry ``value`` as their arguments (any JSON value: nested deeper
+      than any parser should follow, huge, not an object), rendered by the dialect as usual.
     * ``ok()``: no fault.
 
     ``status(...)`` and ``raw(...)`` take ``headers`` (a mapping sent verbatim, e.g. a ``retry-after`` no client
@@ -102,6 +104,10 @@ class Fault:
         if not 0.0 <= at <= 1.0:
             raise ValueError("reset(at=...) is a fraction between 0 and 1")
         return cls(kind="reset", at=float(at))
+
+    @classmethod
+    def arguments(cls, value: Any) -> Fault:
+        return cls(kind="arguments", body=value)
 
     @classmethod
     def finish(cls, reason: str, *, partial: bool = False) -> Fault:

@@ -19,7 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 from ._anthropic import Anthropic
 from ._base import Dialect, Ev, Request
 from ._chat import OpenAIChat
-from ._core import ApiError, Fault, Rand, RecordedRequest, Signer, dumps
+from ._core import ApiError, Fault, Rand, RecordedRequest, Reply, Signer, dumps
 from ._gemini import Gemini
 from ._interactions import Interactions
 from ._model import respond
@@ -245,6 +245,8 @@ class SimProvider:
             return
         reply = respond(conv)
         kind = fault.kind if fault is not None else "ok"
+        if kind == "arguments":
+            reply = Reply(text=reply.text, calls=[(name, fault.body) for name, _ in reply.calls])
         if kind == "in_stream_error" and not req.stream:
             status, err_body = dialect.in_stream_error_status(fault.error_kind, req)
             dialect.finish(reply, req, outcome="failed")
