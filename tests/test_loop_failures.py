@@ -171,3 +171,183 @@ def test_the_content_filter_fallback_is_localized(sim, locale):
     result = run(sim, "anthropic", "sync", SCENARIOS["height"].prompts[locale], locale=locale)
     assert_fallback(result, FallbackReason.CONTENT_FILTERED, locale)
     assert "refusal" not in result.answer.lower()
+
+
+# ---- bodies and headers no parser can use ---------------------------------------------------------------------------
+
+DEEP = b"[" * 1000 + b"]" * 1000
+ENDLESS = b"data: " + b"x" * (17 * 1024 * 1024)  # one line past the framer's 16 MiB cap, and no newline
+HTML = b"<!DOCTYPE html><html><body><h1>502 Bad Gateway</h1><p>upstream " + KEY.encode() + b"</p></body></html>"
+
+#: name -> (the fault, stream?, requests made while it persists: 1 = not retried, 2 = retried once)
+BAD_BODIES = {
+    "nested_401_error_body": (lambda: Fault.status(401, body=b'{"error": ' + DEEP + b"}"), True, 1),
+    "nested_error_inside_an_error_object": (
+        lambda: Fault.status(403, body=b'{"error": {"type": ' + DEEP + b', "message": "no"}}'), True, 1),
+    "endless_line": (lambda: Fault.raw(ENDLESS, content_type="text/event-stream"), True, 2),
+    "trailing_garbage": (lambda: Fault.raw(b'{"a":1} 5'), False, 2),
+    "json_scalar": (lambda: Fault.raw(b"5"), False, 2),
+    "nested_json_body": (lambda: Fault.raw(b'{"candidates": ' + DEEP + b', "choices": ' + DEEP + b"}"), False, 2),
+    "nested_sse_payload": (lambda: Fault.raw(b"data: {\"x\": " + DEEP + b"}\n\n", content_type="text/event-stream"),
+                           True, 2),
+    "html_200_streaming": (lambda: Fault.raw(HTML, content_type="text/html"), True, 2),
+    "html_200_whole": (lambda: Fault.raw(HTML, content_type="text/html"), False, 2),
+    "empty_200": (lambda: Fault.raw(b""), True, 2),
+    "not_utf8_200": (lambda: Fault.raw(b"\xff\xfe\x80data: \xc3\x28{\"\xff\": 1}\n\n", content_type="text/event-stream"),
+                     True, 2),
+    "not_gzip_but_says_so": (lambda: Fault.raw(b"plainly not gzip", headers={"content-encoding": "gzip"}), True, 2),
+    "redirect_with_html": (lambda: Fault.raw(HTML, status=302, content_type="text/html",
+                                             headers={"location": "http://127.0.0.1:9/elsewhere"}), True, 1),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("name", BAD_BODIES)
+def test_a_body_no_parser_can_use_ends_in_the_fallback_not_an_exception(sim, name, provider, mode, toolwire_debug):
+    """Nesting past any recursion limit, a 17 MiB line, trailing garbage, HTML, nothing, not UTF-8, not gzip: the
+    fallback, after at most one retry, with the details in the logs only."""
+    fault, stream, requests = BAD_BODIES[name]
+    sim.plan([], then=fault())
+    with capture_logs() as logs:
+        result = run(sim, provider, mode, HEIGHT, stream=stream)
+    assert_fallback(result, FallbackReason.PROVIDER_FAILED)
+    assert len(sim.requests) == requests
+    assert_catalogued(logs)
+    [fallback] = [e for e in logs if e["event"] == "loop.fallback"]
+    assert fallback["error_type"]  # the cause is in the logs, not in the answer
+
+
+RETRIED_ONCE = [name for name, (_, _, requests) in BAD_BODIES.items() if requests == 2]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("name", RETRIED_ONCE)
+def test_an_unusable_body_once_is_retried_and_answered(sim, name, provider, mode):
+    """A one-off unusable body (a proxy's page, a garbled response) costs one retry, not the answer."""
+    fault, stream, _ = BAD_BODIES[name]
+    sim.plan([fault(), Fault.ok()])
+    result = run(sim, provider, mode, WEATHER, stream=stream)
+    assert not result.fallback and result.answer == WEATHER_TEXT
+    assert result.steps[0].attempts == 2
+
+
+#: (header, value, retried?) on a 429: an unreadable value is ignored, a wait past the policy's cap is not waited
+RETRY_AFTER = [
+    ("retry-after", "soon", True),
+    ("retry-after", "Fri, 99 Abc 2024 99:99:99 GMT", True),
+    ("retry-after", "-5", True),
+    ("retry-after-ms", "NaN", True),
+    ("retry-after-ms", "lots", True),
+    ("retry-after", "1e400", False),
+    ("retry-after", "99999999999999999999999", False),
+    ("retry-after", "Fri, 31 Dec 9999 23:59:59 GMT", False),
+]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("header,value,retried", RETRY_AFTER, ids=[f"{h}={v}" for h, v, _ in RETRY_AFTER])
+def test_a_retry_after_header_no_one_can_honour_never_raises(sim, header, value, retried, provider, mode):
+    """Garbage is ignored (the usual backoff applies); a huge or far-future wait is not retried: the fallback."""
+    sim.plan([Fault.status(429, headers={header: value}), Fault.ok()])
+    result = run(sim, provider, mode, WEATHER)
+    if retried:
+        assert not result.fallback and result.answer == WEATHER_TEXT
+        assert len(sim.requests) == 2
+    else:
+        assert_fallback(result, FallbackReason.PROVIDER_FAILED)
+        assert len(sim.requests) == 1
+
+
+#: name -> (error body, headers)
+ERROR_BODIES = {
+    "not_utf8": (b"\xff\xfe\x00\x80 upstream \xc3\x28", {}),
+    "html": (HTML, {}),
+    "nested": (b'{"error": ' + DEEP + b"}", {}),
+    "truncated_json": (b'{"error": {"message": "overloa', {}),
+    "not_gzip_but_says_so": (b'{"error": {"message": "overloaded"}}', {"content-encoding": "gzip"}),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("name", ERROR_BODIES)
+def test_a_transient_status_with_an_unreadable_body_is_still_retried(sim, name, provider, mode):
+    """A 503 is transient whatever its body says (or fails to say): it is retried, and the answer comes; a 401
+    with the same body is not."""
+    body, headers = ERROR_BODIES[name]
+    sim.plan([Fault.status(503, body=body, headers=headers), Fault.ok()])
+    result = run(sim, provider, mode, WEATHER)
+    assert not result.fallback and result.answer == WEATHER_TEXT
+    assert len(sim.requests) == 2
+    sim.reset()
+    sim.plan([Fault.status(401, body=body, headers=headers), Fault.ok()])
+    assert_fallback(run(sim, provider, mode, WEATHER), FallbackReason.PROVIDER_FAILED)
+    assert len(sim.requests) == 1
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_huge_error_body_is_read_only_in_part(sim, mode, toolwire_debug):
+    """A 401 with 24 MiB of body is not read whole: the fallback, one request, a short excerpt in the log."""
+    sim.plan([Fault.status(401, body=b'{"error": {"message": "' + b"x" * (24 * 1024 * 1024) + b'"}}')])
+    with capture_logs() as logs:
+        result = run(sim, "anthropic", mode, HEIGHT)
+    assert_fallback(result, FallbackReason.PROVIDER_FAILED)
+    assert len(sim.requests) == 1
+    [error] = [e for e in logs if e["event"] == "http.error"]
+    assert error["status"] == 401 and len(error["body"]) <= 500
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_connection_reset_mid_body_is_retried(sim, provider, stream, mode):
+    """A TCP reset halfway through the response is transient: retried, and nothing partial runs."""
+    sim.plan([Fault.reset(at=0.5), Fault.ok()])
+    world = DemoWorld()
+    result = run(sim, provider, mode, HEIGHT, world=world, stream=stream)
+    assert not result.fallback and "170 cm" in result.answer
+    assert result.steps[0].attempts == 2 and [c.result_kind for c in result.calls] == ["ok"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_connection_reset_on_every_attempt_gets_the_fallback(sim, provider, mode):
+    """Resets on every attempt: the retry budget, then the fallback."""
+    sim.plan([], then=Fault.reset(at=0.3))
+    result = run(sim, provider, mode, HEIGHT)
+    assert_fallback(result, FallbackReason.PROVIDER_FAILED)
+    assert len(sim.requests) == FAST.attempts
+
+
+TRANSPORT_BODIES = ["nested_401_error_body", "endless_line", "trailing_garbage", "nested_json_body",
+                    "nested_sse_payload", "not_gzip_but_says_so", "redirect_with_html"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", TRANSPORT_BODIES)
+def test_the_transport_raises_only_a_typed_provider_error(sim, name, mode):
+    """Underneath the loop, the transport turns every unusable body into a classified ``ProviderError``."""
+    from toolwire.harness import AsyncHTTPTransport, HTTPTransport, ProviderError
+
+    fault, stream, requests = BAD_BODIES[name]
+    sim.plan([fault()])
+    body = {"model": MODEL, "messages": [{"role": "user", "content": HEIGHT}], "stream": stream}
+    if mode == "sync":
+        with HTTPTransport("openai-chat", model=MODEL, base_url=sim.base_url, api_key=KEY, stream=stream) as t:
+            with pytest.raises(ProviderError) as info:
+                t.request(body)
+    else:
+        async def go() -> None:
+            async with AsyncHTTPTransport("openai-chat", model=MODEL, base_url=sim.base_url, api_key=KEY,
+                                          stream=stream) as t:
+                await t.request(body)
+
+        with pytest.raises(ProviderError) as info:
+            asyncio.run(go())
+    err = info.value
+    assert err.transient == (requests == 2) and err.type
+    assert err.retry_limit == (1 if requests == 2 else None)
+    assert KEY not in str(err) and "xxxx" not in str(err)

@@ -110,6 +110,11 @@ CATALOGUE: dict[str, EventSpec] = {
     "http.error": _spec(
         "warning", "body provider retry_after status transient type url",
         "a model request failed: an HTTP error status or a network failure (the body excerpt has keys redacted; headers are never logged)"),
+    "http.unreadable_body": _spec(
+        "warning", "body error provider status transient type url",
+        "a 2xx response body could not be parsed (a message over the size cap, bytes after the JSON body, "
+        "nesting too deep, an encoding that does not decode): `error` is the parser's reason, `body` the start "
+        "of the body, keys redacted"),
     "loop.start": _spec(
         "info", "conversation_id provider steps",
         "a conversation turn starts (the user's prompt was added to the history)"),
