@@ -351,3 +351,35 @@ def test_the_transport_raises_only_a_typed_provider_error(sim, name, mode):
     assert err.transient == (requests == 2) and err.type
     assert err.retry_limit == (1 if requests == 2 else None)
     assert KEY not in str(err) and "xxxx" not in str(err)
+
+
+def nested(depth: int) -> dict[str, Any]:
+    value: Any = "height"
+    for _ in range(depth):
+        value = [value]
+    return {"key": value}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_arguments_nested_too_deep_to_replay_get_the_fallback(sim, provider, stream, mode, toolwire_debug):
+    """Arguments the parser could read but nothing after it should walk (500 levels) are refused before any
+    handler runs: one retry, then the fallback."""
+    sim.plan([], then=Fault.arguments(nested(500)))
+    world = DemoWorld()
+    with capture_logs() as logs:
+        result = run(sim, provider, mode, HEIGHT, world=world, stream=stream)
+    assert_fallback(result, FallbackReason.PROVIDER_FAILED)
+    assert len(sim.requests) == 2 and result.calls == []
+    assert [e["type"] for e in logs if e["event"] == "loop.turn_rejected"] == ["nesting_too_deep"] * 2
+    assert_catalogued(logs)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_arguments_nested_within_reason_are_dispatched(sim, provider, mode):
+    """Nesting well inside the limit is the tool's business: the call is dispatched (and refused by its schema)."""
+    sim.plan([Fault.arguments(nested(40))])
+    result = run(sim, provider, mode, HEIGHT)
+    assert result.calls and result.calls[0].result_kind == "invalid_arguments"

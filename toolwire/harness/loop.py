@@ -76,6 +76,26 @@ class LoopResult(msgspec.Struct, kw_only=True):
 _UNREADABLE = frozenset({"protocol_error", "framing_error", "message_too_large", "no_payload", "spliced_stream"})
 #: raw finish reasons worth one more attempt: the model broke its own call; a new sample usually does not
 _RETRY_ONCE_FINISHES = frozenset({"MALFORMED_FUNCTION_CALL"})
+#: nesting (objects and arrays) past which a turn is refused: validating, replaying and re-sending it would walk
+#: it recursively, and no tool's arguments legitimately go this deep
+MAX_NESTING = 100
+
+
+def _nested_deeper_than(value: Any, limit: int) -> bool:
+    """True when ``value`` holds objects or arrays nested more than ``limit`` deep (walked without recursion)."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Iterable[Any] = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        if depth >= limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 def _turn_failure(turn: Turn) -> ProviderError | None:
@@ -93,6 +113,7 @@ def _turn_failure(turn: Turn) -> ProviderError | None:
     Gemini ``MALFORMED_FUNCTION_CALL``                     its reason, lowered   once
     any other unclean ending (Gemini ``OTHER``, an         ``unclean_finish``    never
     Interactions status toolwire does not know …)
+    clean, but nested more than ``MAX_NESTING`` deep       ``nesting_too_deep``  once
     clean, but neither calls nor text                      ``empty_answer``      once
     =====================================================  ====================  ===================================
     """
@@ -122,6 +143,10 @@ def _turn_failure(turn: Turn) -> ProviderError | None:
                                  type=raw.lower(), transient=True, retry_limit=1)
         return ProviderError(f"the {provider} turn ended with {raw!r}", provider=provider, status=None,
                              type="unclean_finish", transient=False)
+    if _nested_deeper_than(turn.assistant_message, MAX_NESTING) or \
+            any(_nested_deeper_than(c.args, MAX_NESTING) for c in turn.calls):
+        return ProviderError(f"the {provider} turn is nested more than {MAX_NESTING} deep", provider=provider,
+                             status=None, type="nesting_too_deep", transient=True, retry_limit=1)
     if not turn.calls and not turn.text.strip():
         return ProviderError(f"the {provider} turn had neither calls nor text", provider=provider, status=None,
                              type="empty_answer", transient=True, retry_limit=1)
