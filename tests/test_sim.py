@@ -737,6 +737,15 @@ def test_arguments_fault_puts_any_value_in_the_calls(sv: Served, dialect: str, s
     assert turn.finished_cleanly and [c.args for c in turn.calls] == [value]
 
 
+def test_wire_fault_writes_bytes_that_are_no_http_response(sv: Served) -> None:
+    """``Fault.wire`` puts its bytes on the socket as they are, then closes the connection."""
+    sv.sim.plan([Fault.wire(b"SPEAK FRIEND AND ENTER\r\n\r\n")])
+    path, body = Conv("anthropic", HEIGHT).request()
+    with pytest.raises(http.client.HTTPException):
+        post(sv.url, path, body, AUTH["anthropic"])
+    assert sv.sim.requests[-1].status == 0 and sv.sim.requests[-1].fault.kind == "wire"
+
+
 def test_fault_arguments_are_checked() -> None:
     """Faults refuse meaningless parameters."""
     with pytest.raises(ValueError):
@@ -749,6 +758,8 @@ def test_fault_arguments_are_checked() -> None:
         Fault.finish("")
     with pytest.raises(TypeError):
         Fault.raw(5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        Fault.wire("text")  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         SimProvider().plan(["status"])  # type: ignore[list-item]
 

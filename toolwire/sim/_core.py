@@ -64,6 +64,8 @@ class Fault:
     * ``raw(body, status=200, content_type=..., headers=None)``: answer with exactly ``body`` (bytes, str, or a
       dict sent as JSON) under ``status``: garbage, HTML, an empty body, an endless line.
     * ``reset(at=0.5)``: like ``cut``, but the connection is reset (TCP RST) instead of closed.
+    * ``wire(data)``: write ``data`` to the socket instead of an HTTP response, then close the connection: a
+      status line that is none, broken chunked encoding, a Content-Length that lies (recorded with status 0).
     * ``arguments(value)``: the model's calls carry ``value`` as their arguments (any JSON value: nested deeper
       than any parser should follow, huge, not an object), rendered by the dialect as usual.
     * ``ok()``: no fault.
@@ -104,6 +106,12 @@ class Fault:
         if not 0.0 <= at <= 1.0:
             raise ValueError("reset(at=...) is a fraction between 0 and 1")
         return cls(kind="reset", at=float(at))
+
+    @classmethod
+    def wire(cls, data: bytes) -> Fault:
+        if not isinstance(data, bytes):
+            raise TypeError("wire(data) takes bytes")
+        return cls(kind="wire", body=data)
 
     @classmethod
     def arguments(cls, value: Any) -> Fault:

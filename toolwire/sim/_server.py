@@ -235,6 +235,15 @@ class SimProvider:
             if fault is not None and fault.kind == "raw":
                 self._send_raw(h, fault, record, headers)
                 return
+            if fault is not None and fault.kind == "wire":
+                record(0, f"planned wire bytes ({len(fault.body)} bytes)")
+                h._sim_started = True  # type: ignore[attr-defined]
+                try:
+                    h.wfile.write(fault.body)
+                except OSError:
+                    pass
+                _drop(h)
+                return
             dialect.preflight(req)
             if parse_error is not None:
                 raise dialect.bad_json(req, parse_error)
