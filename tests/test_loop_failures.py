@@ -383,3 +383,50 @@ def test_arguments_nested_within_reason_are_dispatched(sim, provider, mode):
     sim.plan([Fault.arguments(nested(40))])
     result = run(sim, provider, mode, HEIGHT)
     assert result.calls and result.calls[0].result_kind == "invalid_arguments"
+
+
+#: name -> (bytes instead of an HTTP response, requests made while it persists)
+WIRE = {
+    "no_status_line": (b"SPEAK FRIEND AND ENTER\r\n\r\n", FAST.attempts),
+    "nul_in_a_header": (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nX-Bad: a\x00b\r\n"
+                        b"Content-Length: 2\r\n\r\nhi", FAST.attempts),
+    "header_past_any_limit": (b"HTTP/1.1 200 OK\r\nX-Big: " + b"a" * 200_000 + b"\r\nContent-Length: 0\r\n\r\n",
+                              FAST.attempts),
+    "broken_chunking": (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nZZZ\r\nhello\r\n0\r\n\r\n",
+                        FAST.attempts),
+    "content_length_lies": (b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\ndata: {}\n\n", FAST.attempts),
+    "status_999": (b"HTTP/1.1 999 Weird\r\nContent-Length: 2\r\n\r\n{}", FAST.attempts),  # past 5xx: transient
+    "status_299": (b"HTTP/1.1 299 Odd\r\nContent-Length: 2\r\n\r\n{}", 2),
+    "no_content_204": (b"HTTP/1.1 204 No Content\r\n\r\n", 2),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("name", WIRE)
+def test_bytes_that_are_no_http_response_end_in_the_fallback(sim, name, provider, mode):
+    """Below the body, at the HTTP level: a broken response is a connection failure and a status past 5xx a server
+    error (both the retry budget); a 2xx with nothing usable in it is retried once."""
+    data, requests = WIRE[name]
+    sim.plan([], then=Fault.wire(data))
+    result = run(sim, provider, mode, HEIGHT)
+    assert_fallback(result, FallbackReason.PROVIDER_FAILED)
+    assert len(sim.requests) == requests
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_provider_that_is_not_there_gets_the_fallback(provider, mode):
+    """Nothing listening at the base URL: connection refused on every attempt, then the fallback."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again before the loop connects: nothing listens there
+
+    class Nowhere:
+        base_url = f"http://127.0.0.1:{port}"
+
+    result = run(Nowhere(), provider, mode, HEIGHT)  # type: ignore[arg-type]
+    assert_fallback(result, FallbackReason.PROVIDER_FAILED)
+    assert result.steps == []
