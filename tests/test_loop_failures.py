@@ -135,6 +135,17 @@ def test_a_filtered_turn_after_a_tool_round_gets_the_fallback(sim, provider, mod
     assert "170" not in result.answer
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_a_blocked_gemini_prompt_gets_the_content_filter_fallback(sim, mode):
+    """Gemini's ``promptFeedback.blockReason`` (no candidates at all) is a filter like any other."""
+    blocked = {"promptFeedback": {"blockReason": "PROHIBITED_CONTENT"},
+               "usageMetadata": {"promptTokenCount": 9, "totalTokenCount": 9}, "modelVersion": MODEL}
+    sim.plan([], then=Fault.raw(blocked))
+    result = run(sim, "gemini", mode, HEIGHT, stream=False)
+    assert_fallback(result, FallbackReason.CONTENT_FILTERED)
+    assert len(sim.requests) == 1
+
+
 #: a clean ending with nothing in it, in each dialect's own words
 EMPTY = {
     "openai-chat": lambda: Fault.finish("stop"),
