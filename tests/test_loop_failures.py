@@ -68,6 +68,25 @@ def assert_catalogued(logs: list[dict[str, Any]]) -> None:
 
 # ---- turns without calls that did not finish cleanly ----------------------------------------------------------------
 
+def test_a_retry_limit_caps_the_retries_of_its_own_failure_type_only():
+    """A failure with ``retry_limit=1`` is retried once per request; other failures in between do not count."""
+    from toolwire.harness import ProviderError
+
+    def err(type_: str, limit: int | None) -> ProviderError:
+        return ProviderError(type_, provider="gemini", status=None, type=type_, transient=True, retry_limit=limit)
+
+    failures = [err("empty_answer", 1), err("stream_cut", None), err("empty_answer", 1), err("stream_cut", None)]
+    calls = []
+
+    def attempt() -> None:
+        calls.append(1)
+        raise failures[len(calls) - 1]
+
+    with pytest.raises(ProviderError) as info:
+        RetryPolicy(attempts=10, initial=0.0, max_backoff=0.0).call(attempt)
+    assert len(calls) == 3 and info.value.type == "empty_answer"
+
+
 #: (dialect, the raw unclean ending, the fallback it gets, requests made: one retry for a malformed call)
 UNCLEAN = [
     ("openai-chat", "content_filter", FallbackReason.CONTENT_FILTERED, 1),

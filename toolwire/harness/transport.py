@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 
 from .. import _log
-from ..codecs.requests import endpoint, parse_error
+from ..codecs.requests import ProviderErrorInfo, endpoint, parse_error
 from ..errors import ProviderProtocolError
 from ..parser import StreamParser
 from ..types import Turn
@@ -64,7 +64,7 @@ class _Base:
     def _parser(self) -> StreamParser:
         return StreamParser(self.provider, format="sse" if self.stream else "auto")
 
-    def _classify(self, status: int, headers: Any, body: bytes) -> Any:
+    def _classify(self, status: int, headers: Any, body: bytes) -> ProviderErrorInfo:
         """``parse_error``, leaving out what it cannot read: the retry headers, then the body, then both."""
         headers = dict(headers.items()) if hasattr(headers, "items") else dict(headers)
         plain = {k: v for k, v in headers.items() if k.lower() not in _RETRY_HEADERS}
