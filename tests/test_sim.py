@@ -641,12 +641,125 @@ def test_slow_first_byte_delays_the_status_line(sv: Served) -> None:
     assert resp.first_byte >= 0.3 and toolwire.parse("gemini", resp.body).finished_cleanly
 
 
+UNCLEAN_ENDINGS = {
+    "openai-chat": ("content_filter", "content_filter", FinishReason.CONTENT_FILTER),
+    "openai-responses": ("content_filter", "incomplete", FinishReason.CONTENT_FILTER),
+    "anthropic": ("refusal", "refusal", FinishReason.CONTENT_FILTER),
+    "gemini": ("SAFETY", "SAFETY", FinishReason.CONTENT_FILTER),
+    "gemini-interactions": ("cancelled", "cancelled", FinishReason.ERROR),
+}
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_finish_fault_ends_the_turn_with_the_dialects_unclean_reason(sv: Served, dialect: str, stream: bool) -> None:
+    """``Fault.finish`` drops the calls and ends with the raw reason where the dialect puts it; ``partial``
+    sends the first half of the text before it."""
+    reason, raw, canonical = UNCLEAN_ENDINGS[dialect]
+    sv.sim.plan([Fault.finish(reason), Fault.finish(reason, partial=True)])
+    path, body = Conv(dialect, HEIGHT, stream=stream).request()
+    resp = post(sv.url, path, body, AUTH[dialect])
+    assert resp.status == 200 and resp.complete
+    turn = toolwire.parse(dialect, resp.body)
+    assert turn.calls == [] and turn.text == "" and not turn.finished_cleanly
+    assert turn.raw_finish_reason == raw and turn.finish_reason is canonical
+    path, body = Conv(dialect, SCENARIOS["provider_down"].prompts["en"], stream=stream).request()
+    turn = toolwire.parse(dialect, post(sv.url, path, body, AUTH[dialect]).body)
+    assert turn.text == "I can't check the weather:" and not turn.finished_cleanly
+    assert [r.fault.kind for r in sv.sim.requests] == ["finish", "finish"]
+
+
+@pytest.mark.parametrize("reason,canonical", [("MALFORMED_FUNCTION_CALL", FinishReason.ERROR),
+                                              ("RECITATION", FinishReason.CONTENT_FILTER),
+                                              ("OTHER", FinishReason.OTHER)])
+def test_finish_fault_carries_geminis_finish_details(sv: Served, reason: str, canonical: FinishReason) -> None:
+    """A Gemini ending has no content; a malformed call says so in ``finishMessage``, a filter rates safety."""
+    sv.sim.plan([Fault.finish(reason)])
+    path, body = Conv("gemini", HEIGHT, stream=False).request()
+    doc = post(sv.url, path, body, AUTH["gemini"]).json()
+    [cand] = doc["candidates"]
+    assert cand["finishReason"] == reason and "content" not in cand
+    assert ("finishMessage" in cand) == (reason == "MALFORMED_FUNCTION_CALL")
+    assert ("safetyRatings" in cand) == (canonical is FinishReason.CONTENT_FILTER)
+    assert toolwire.parse("gemini", json.dumps(doc)).finish_reason is canonical
+
+
+def test_raw_fault_sends_exactly_the_planned_bytes(sv: Served) -> None:
+    """``Fault.raw`` answers with the body, status, content type and headers planned, whatever they are."""
+    garbage = b"\xff\xfe<html>not json</html>"
+    sv.sim.plan([Fault.raw(garbage, content_type="text/html", headers={"x-extra": "1"}),
+                 Fault.raw("", status=200), Fault.raw({"a": 1}, status=502)])
+    path, body = Conv("anthropic", HEIGHT).request()
+    first = post(sv.url, path, body, AUTH["anthropic"])
+    assert (first.status, first.body, first.headers["content-type"], first.headers["x-extra"]) == \
+        (200, garbage, "text/html", "1")
+    assert post(sv.url, path, body, AUTH["anthropic"]).body == b""
+    third = post(sv.url, path, body, AUTH["anthropic"])
+    assert third.status == 502 and third.json() == {"a": 1}
+    assert [r.status for r in sv.sim.requests] == [200, 200, 502]
+
+
+def test_status_fault_sends_headers_verbatim(sv: Served) -> None:
+    """``Fault.status(headers=...)`` sends header values no client could read, as they are."""
+    sv.sim.plan([Fault.status(429, headers={"retry-after": "soon", "retry-after-ms": "NaN"})])
+    path, body = Conv("openai-chat", HEIGHT).request()
+    resp = post(sv.url, path, body, AUTH["openai-chat"])
+    assert resp.status == 429 and resp.headers["retry-after"] == "soon" and resp.headers["retry-after-ms"] == "NaN"
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
+def test_reset_fault_resets_the_connection_mid_body(sv: Served, stream: bool) -> None:
+    """``Fault.reset`` sends part of the response, then a TCP RST: the client's read fails with a reset."""
+    import httpx
+
+    sv.sim.plan([Fault.reset(at=0.5)])
+    path, body = Conv("openai-chat", HEIGHT, stream=stream).request()
+    received = b""
+    with pytest.raises(httpx.ReadError, match="reset"):
+        with httpx.Client(timeout=10) as client:
+            with client.stream("POST", sv.url + path, json=body, headers=AUTH["openai-chat"]) as resp:
+                assert resp.status_code == 200
+                for chunk in resp.iter_bytes():
+                    received += chunk
+    assert sv.sim.requests[-1].fault == Fault.reset(at=0.5)
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_arguments_fault_puts_any_value_in_the_calls(sv: Served, dialect: str, stream: bool) -> None:
+    """``Fault.arguments`` replaces the scripted arguments, streamed and whole, however deep they go."""
+    value: Any = {"key": "height"}
+    for _ in range(200):
+        value = {"key": [value]}
+    sv.sim.plan([Fault.arguments(value)])
+    path, body = Conv(dialect, HEIGHT, stream=stream).request()
+    turn = toolwire.parse(dialect, post(sv.url, path, body, AUTH[dialect]).body)
+    assert turn.finished_cleanly and [c.args for c in turn.calls] == [value]
+
+
+def test_wire_fault_writes_bytes_that_are_no_http_response(sv: Served) -> None:
+    """``Fault.wire`` puts its bytes on the socket as they are, then closes the connection."""
+    sv.sim.plan([Fault.wire(b"SPEAK FRIEND AND ENTER\r\n\r\n")])
+    path, body = Conv("anthropic", HEIGHT).request()
+    with pytest.raises(http.client.HTTPException):
+        post(sv.url, path, body, AUTH["anthropic"])
+    assert sv.sim.requests[-1].status == 0 and sv.sim.requests[-1].fault.kind == "wire"
+
+
 def test_fault_arguments_are_checked() -> None:
     """Faults refuse meaningless parameters."""
     with pytest.raises(ValueError):
         Fault.cut(at=1.5)
     with pytest.raises(ValueError):
+        Fault.reset(at=-0.1)
+    with pytest.raises(ValueError):
         Fault.in_stream_error("nope")
+    with pytest.raises(ValueError):
+        Fault.finish("")
+    with pytest.raises(TypeError):
+        Fault.raw(5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        Fault.wire("text")  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         SimProvider().plan(["status"])  # type: ignore[list-item]
 

@@ -122,6 +122,11 @@ CATALOGUE: dict[str, EventSpec] = {
     "http.error": _spec(
         "warning", "body provider retry_after status transient type url",
         "a model request failed: an HTTP error status or a network failure (the body excerpt has keys redacted; headers are never logged)"),
+    "http.unreadable_body": _spec(
+        "warning", "body error provider status transient type url",
+        "a 2xx response body could not be parsed (a message over the size cap, bytes after the JSON body, "
+        "nesting too deep, an encoding that does not decode): `error` is the parser's reason, `body` the start "
+        "of the body, keys redacted"),
     "loop.start": _spec(
         "info", "conversation_id provider steps",
         "a conversation turn starts (the user's prompt was added to the history)"),
@@ -134,6 +139,11 @@ CATALOGUE: dict[str, EventSpec] = {
     "loop.turn": _spec(
         "info", "conversation_id provider calls finish_reason step",
         "a model turn was parsed and accepted"),
+    "loop.turn_rejected": _spec(
+        "warning", "attempt conversation_id finish_reason provider step transient type",
+        "a parsed turn cannot be used (an error, a cut, a token limit, a filter or refusal, another unclean "
+        "ending, no calls and no text): it is retried or ends in the fallback (`type` says why, `finish_reason` "
+        "is the provider's own)"),
     "loop.answer": _spec(
         "info", "conversation_id provider calls steps",
         "the model answered without calls: the conversation turn is over"),

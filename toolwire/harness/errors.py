@@ -11,16 +11,19 @@ class ProviderError(ToolwireError):
     """A model request failed: an HTTP error status, a network failure, or a turn that ended in an error.
 
     Attributes: ``provider``, ``status`` (HTTP status or None), ``type`` (the provider's error type, or
-    ``timeout`` / ``connection_error`` / ``stream_cut`` / ``length``…), ``transient`` (a retry may help),
-    ``retry_after`` (seconds the provider asked to wait, or None). The message never holds an API key or a
-    response body (those go to the logs).
+    ``timeout`` / ``connection_error`` / ``stream_cut`` / ``length`` / ``content_filter`` / ``framing_error``
+    …), ``transient`` (a retry may help), ``retry_after`` (seconds the provider asked to wait, or None),
+    ``retry_limit`` (at most this many retries of a failure of this ``type`` within one request, inside the
+    retry policy's budget; None: the budget alone decides). The message never holds an API key or a response
+    body (those go to the logs).
     """
 
     def __init__(self, message: str, *, provider: str, status: int | None, type: str, transient: bool,
-                 retry_after: float | None = None) -> None:
+                 retry_after: float | None = None, retry_limit: int | None = None) -> None:
         super().__init__(message)
         self.provider = provider
         self.status = status
         self.type = type
         self.transient = transient
         self.retry_after = retry_after
+        self.retry_limit = retry_limit

@@ -10,7 +10,8 @@ __all__ = ["FallbackReason", "LOCALES", "fallback_message"]
 
 
 class FallbackReason(str, enum.Enum):
-    PROVIDER_FAILED = "provider_failed"  # no response after every retry, or a permanent error
+    PROVIDER_FAILED = "provider_failed"  # no usable response after every retry, or a permanent error
+    CONTENT_FILTERED = "content_filtered"  # the provider's filter or the model refused (refusal, SAFETY …)
     CORRECTIONS_EXHAUSTED = "corrections_exhausted"  # the model failed again after its correction round
     STEP_LIMIT = "step_limit"  # the conversation reached its step bound without an answer
 
@@ -18,16 +19,19 @@ class FallbackReason(str, enum.Enum):
 _MESSAGES: dict[str, dict[FallbackReason, str]] = {
     "en": {
         FallbackReason.PROVIDER_FAILED: "I couldn't get a response. Please try again.",
+        FallbackReason.CONTENT_FILTERED: "I can't help with that request.",
         FallbackReason.CORRECTIONS_EXHAUSTED: "I couldn't complete that request. Could you rephrase it?",
         FallbackReason.STEP_LIMIT: "I couldn't finish that in time. Please try again with a simpler request.",
     },
     "pt-BR": {
         FallbackReason.PROVIDER_FAILED: "Não consegui obter uma resposta. Por favor, tente novamente.",
+        FallbackReason.CONTENT_FILTERED: "Não posso ajudar com esse pedido.",
         FallbackReason.CORRECTIONS_EXHAUSTED: "Não consegui concluir esse pedido. Você pode reformulá-lo?",
         FallbackReason.STEP_LIMIT: "Não consegui terminar a tempo. Tente novamente com um pedido mais simples.",
     },
     "es": {
         FallbackReason.PROVIDER_FAILED: "No pude obtener una respuesta. Por favor, inténtalo de nuevo.",
+        FallbackReason.CONTENT_FILTERED: "No puedo ayudar con esa solicitud.",
         FallbackReason.CORRECTIONS_EXHAUSTED: "No pude completar esa solicitud. ¿Podrías reformularla?",
         FallbackReason.STEP_LIMIT: "No pude terminar a tiempo. Inténtalo de nuevo con una solicitud más sencilla.",
     },

@@ -4,8 +4,11 @@ answers without calls or a step bound is reached.
 Failures, where they happen (DESIGN section 6):
 
 * before or while the response streams: the attempt is thrown away whole (its partial calls never reach the
-  dispatcher, PITFALL 26) and the request is retried per ``RetryPolicy``; permanent errors fail at once. A
-  turn that ended in an error, was cut, or hit the token limit inside a call is such a failure.
+  dispatcher, PITFALL 26) and the request is retried per ``RetryPolicy``; permanent errors fail at once. Only a
+  turn that finished cleanly is used: one that ended in an error, was cut, hit the token limit, was filtered
+  or refused, ended in any other unclean way, or holds neither calls nor text is such a failure, calls or no
+  calls (``_turn_failure`` says which are retried: a filter never, a malformed call or an empty answer once).
+  A filter or refusal ends in the ``CONTENT_FILTERED`` fallback, everything else in ``PROVIDER_FAILED``.
 * invalid arguments or an unknown tool: no handler runs; the error result goes back under the same call id and
   the model gets one correction round; a model that fails again gets the fallback.
 * a handler: reads may be retried by the dispatcher, writes never re-run; the error result goes to the model.
@@ -68,24 +71,90 @@ class LoopResult(msgspec.Struct, kw_only=True):
     history: list[Any] = msgspec.field(default_factory=list)
 
 
+#: what toolwire records for input it could not use: most likely the same on a retry, but a proxy or a one-off
+#: glitch can cause it, so one retry
+_UNREADABLE = frozenset({"protocol_error", "framing_error", "message_too_large", "no_payload", "spliced_stream"})
+#: raw finish reasons worth one more attempt: the model broke its own call; a new sample usually does not
+_RETRY_ONCE_FINISHES = frozenset({"MALFORMED_FUNCTION_CALL"})
+#: nesting (objects and arrays) past which a turn is refused: validating, replaying and re-sending it would walk
+#: it recursively, and no tool's arguments legitimately go this deep
+MAX_NESTING = 100
+
+
+def _nested_deeper_than(value: Any, limit: int) -> bool:
+    """True when ``value`` holds objects or arrays nested more than ``limit`` deep (walked without recursion)."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Iterable[Any] = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        if depth >= limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
 def _turn_failure(turn: Turn) -> ProviderError | None:
-    """A turn that cannot be used as an answer: an error, a cut, or a token limit inside a call."""
+    """Why ``turn`` cannot be used, or None: only a clean turn is dispatched or answered with.
+
+    =====================================================  ====================  ===================================
+    the turn                                               ``type``              retried
+    =====================================================  ====================  ===================================
+    an error the provider sent in the stream               the provider's        when the dialect calls it transient
+    the stream ended early                                 ``stream_cut``        within the policy's budget
+    input toolwire could not use (garbage, nothing known)  the parser's          once
+    a token limit, in a call or in the answer              ``length``            within the policy's budget
+    a content filter or refusal                            ``content_filter``    never (the same request is filtered
+                                                                                 again)
+    Gemini ``MALFORMED_FUNCTION_CALL``                     its reason, lowered   once
+    any other unclean ending (Gemini ``OTHER``, an         ``unclean_finish``    never
+    Interactions status toolwire does not know …)
+    clean, but nested more than ``MAX_NESTING`` deep       ``nesting_too_deep``  once
+    clean, but neither calls nor text                      ``empty_answer``      once
+    =====================================================  ====================  ===================================
+    """
     from ..codecs.capabilities import is_transient_error
 
+    provider, raw = turn.provider, turn.raw_finish_reason
     if turn.error is not None:
-        etype = turn.error.type
-        transient = etype in ("stream_cut", "protocol_error", "framing_error") or \
-            is_transient_error(turn.provider, etype, turn.error.code)
-        return ProviderError(f"the {turn.provider} stream failed ({etype})", provider=turn.provider,
-                             status=turn.error.status, type=etype, transient=transient)
+        etype = str(turn.error.type)
+        code = None if turn.error.code is None else str(turn.error.code)
+        limit = 1 if etype in _UNREADABLE else None
+        transient = etype == "stream_cut" or limit is not None or is_transient_error(provider, etype, code)
+        return ProviderError(f"the {provider} stream failed ({etype})", provider=provider,
+                             status=turn.error.status, type=etype, transient=transient, retry_limit=limit)
+    if not turn.ended:
+        return ProviderError(f"the {provider} stream did not end", provider=provider, status=None,
+                             type="stream_cut", transient=True)
     if turn.finish_reason is FinishReason.LENGTH:
         # cut inside a call (never run) or inside the answer (incomplete): ask again, within the retry budget
-        return ProviderError(f"the {turn.provider} turn hit its token limit", provider=turn.provider,
+        return ProviderError(f"the {provider} turn hit its token limit", provider=provider,
                              status=None, type="length", transient=True)
-    if turn.calls and not turn.finished_cleanly:
-        return ProviderError(f"the {turn.provider} turn ended with {turn.raw_finish_reason!r}",
-                             provider=turn.provider, status=None, type="unclean_finish", transient=False)
+    if turn.finish_reason is FinishReason.CONTENT_FILTER:
+        return ProviderError(f"the {provider} turn was filtered ({raw!r})", provider=provider, status=None,
+                             type="content_filter", transient=False)
+    if not turn.finished_cleanly:
+        if raw in _RETRY_ONCE_FINISHES:
+            return ProviderError(f"the {provider} turn ended with {raw!r}", provider=provider, status=None,
+                                 type=raw.lower(), transient=True, retry_limit=1)
+        return ProviderError(f"the {provider} turn ended with {raw!r}", provider=provider, status=None,
+                             type="unclean_finish", transient=False)
+    if _nested_deeper_than(turn.assistant_message, MAX_NESTING) or \
+            any(_nested_deeper_than(c.args, MAX_NESTING) for c in turn.calls):
+        return ProviderError(f"the {provider} turn is nested more than {MAX_NESTING} deep", provider=provider,
+                             status=None, type="nesting_too_deep", transient=True, retry_limit=1)
+    if not turn.calls and not turn.text.strip():
+        return ProviderError(f"the {provider} turn had neither calls nor text", provider=provider, status=None,
+                             type="empty_answer", transient=True, retry_limit=1)
     return None
+
+
+def _fallback_reason(exc: ProviderError) -> FallbackReason:
+    return FallbackReason.CONTENT_FILTERED if exc.type == "content_filter" else FallbackReason.PROVIDER_FAILED
 
 
 class _Core:
@@ -134,10 +203,12 @@ class _Core:
                             tools_fragment=self.tools_fragment, stream=self.stream, system=self.system,
                             max_tokens=self.max_tokens, previous_id=self.previous_id)
 
-    @staticmethod
-    def checked(turn: Turn) -> Turn:
+    def checked(self, turn: Turn, step: int, attempt: int) -> Turn:
+        """``turn`` when it can be used; else the ``ProviderError`` that says why (logged, then raised)."""
         failure = _turn_failure(turn)
         if failure is not None:
+            _log.emit(_log.WARNING, "loop.turn_rejected", step=step, attempt=attempt, type=failure.type,
+                      finish_reason=turn.raw_finish_reason, transient=failure.transient, **self.log)
             raise failure
         return turn
 
@@ -224,12 +295,12 @@ class ToolLoop:
                 nonlocal attempts
                 attempts += 1
                 _log.emit(_log.INFO, "loop.request", step=step, attempt=attempts, **core.log)
-                return core.checked(self.transport.request(body))
+                return core.checked(self.transport.request(body), step, attempts)
 
             try:
                 turn = core.retry.call(attempt, step=step, **core.log)
             except ProviderError as exc:
-                return core.finish(result, None, FallbackReason.PROVIDER_FAILED, exc)
+                return core.finish(result, None, _fallback_reason(exc), exc)
             _log.emit(_log.INFO, "loop.turn", step=step, finish_reason=turn.raw_finish_reason,
                       calls=len(turn.calls), **core.log)
             if not turn.calls:
@@ -289,12 +360,12 @@ class AsyncToolLoop:
                 nonlocal attempts
                 attempts += 1
                 _log.emit(_log.INFO, "loop.request", step=step, attempt=attempts, **core.log)
-                return core.checked(await self.transport.request(body))
+                return core.checked(await self.transport.request(body), step, attempts)
 
             try:
                 turn = await core.retry.acall(attempt, step=step, **core.log)
             except ProviderError as exc:
-                return core.finish(result, None, FallbackReason.PROVIDER_FAILED, exc)
+                return core.finish(result, None, _fallback_reason(exc), exc)
             _log.emit(_log.INFO, "loop.turn", step=step, finish_reason=turn.raw_finish_reason,
                       calls=len(turn.calls), **core.log)
             if not turn.calls:

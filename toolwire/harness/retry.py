@@ -5,11 +5,13 @@ deadline: timeouts, connection errors, the statuses each dialect's capabilities 
 (408, 409, 429, 5xx, 529 …), in-stream overloaded / rate-limit / server errors, and streams cut before their
 end. A server's own delay (``Retry-After``, ``retry-after-ms``, Gemini ``RetryInfo.retryDelay``) is honoured
 up to ``max_hint``; a server asking for longer is not retried. Permanent errors (400, 401, 403, 404, 422, quota
-exhausted) fail at once.
+exhausted) fail at once. A failure that says its own ``retry_limit`` (a body that could not be read, a malformed
+call, an empty answer: one retry) is retried at most that many times per request, within the same budget.
 """
 
 from __future__ import annotations
 
+import collections
 import random
 from typing import Any, Awaitable, Callable, TypeVar
 
@@ -48,6 +50,18 @@ class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True):
         return base * (1.0 - self.jitter * random.random())
 
     def _kwargs(self, context: dict[str, Any]) -> dict[str, Any]:
+        retried: collections.Counter[str] = collections.Counter()  # retries so far, per failure type
+
+        def retry(state: tenacity.RetryCallState) -> bool:
+            exc = state.outcome.exception() if state.outcome else None
+            if exc is None or not self.retryable(exc):
+                return False
+            limit = getattr(exc, "retry_limit", None)
+            if limit is not None and retried[exc.type] >= limit:
+                return False
+            retried[exc.type] += 1
+            return True
+
         def wait(state: tenacity.RetryCallState) -> float:
             exc = state.outcome.exception() if state.outcome else None
             return self.delay(state.attempt_number, exc)
@@ -62,7 +76,7 @@ class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True):
         return dict(
             stop=tenacity.stop_after_attempt(max(1, self.attempts)) | tenacity.stop_after_delay(self.deadline),
             wait=wait,
-            retry=tenacity.retry_if_exception(self.retryable),
+            retry=retry,
             before_sleep=before_sleep,
             reraise=True,
         )

@@ -3,6 +3,18 @@
 The bytes of a streamed response are fed to the sans-I/O ``StreamParser`` as they arrive. Every attempt gets a
 new parser, so nothing of a failed attempt can leak into the next one (PITFALL 26). API keys live only in the
 request headers: they are never logged and never appear in an error message.
+
+Whatever the provider sends, ``request`` returns a Turn or raises ``ProviderError``, nothing else:
+
+* a status outside 2xx: classified by the dialect's rules (``parse_error``); an error body or a header those
+  rules cannot read (nesting past the recursion limit, a ``Retry-After`` that is neither seconds nor a date)
+  is left out of the classification instead, so the status still decides. At most ``ERROR_BODY_LIMIT`` bytes
+  of an error body are read.
+* a 2xx body the parser cannot take (a message over ``max_message_bytes``, bytes after the JSON body, nesting
+  past the recursion limit, a content encoding that does not decode): ``transient`` with ``retry_limit=1``.
+  It is most likely the same on a retry, but a proxy or a one-off glitch can produce it; a second one fails.
+  Logged as ``http.unreadable_body``.
+* timeouts, refused, reset or cut connections: transient.
 """
 
 from __future__ import annotations
@@ -12,14 +24,19 @@ from typing import Any
 import httpx
 
 from .. import _log
-from ..codecs.requests import endpoint, parse_error
+from ..codecs.requests import ProviderErrorInfo, endpoint, parse_error
+from ..errors import ProviderProtocolError
 from ..parser import StreamParser
 from ..types import Turn
 from .errors import ProviderError
 
-__all__ = ["HTTPTransport", "AsyncHTTPTransport", "DEFAULT_TIMEOUT"]
+__all__ = ["HTTPTransport", "AsyncHTTPTransport", "DEFAULT_TIMEOUT", "ERROR_BODY_LIMIT"]
 
 DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=10.0, read=60.0)
+#: bytes of an error response's body that are read (classification needs its start; the rest is dropped)
+ERROR_BODY_LIMIT = 1 << 20
+_HEAD = 500  # bytes of a body kept for the logs
+_RETRY_HEADERS = frozenset({"retry-after", "retry-after-ms"})
 
 
 def _redact(text: str, secret: str | None) -> str:
@@ -47,8 +64,19 @@ class _Base:
     def _parser(self) -> StreamParser:
         return StreamParser(self.provider, format="sse" if self.stream else "auto")
 
+    def _classify(self, status: int, headers: Any, body: bytes) -> ProviderErrorInfo:
+        """``parse_error``, leaving out what it cannot read: the retry headers, then the body, then both."""
+        headers = dict(headers.items()) if hasattr(headers, "items") else dict(headers)
+        plain = {k: v for k, v in headers.items() if k.lower() not in _RETRY_HEADERS}
+        for h, b in ((headers, body), (plain, body), (headers, b""), (plain, b"")):
+            try:
+                return parse_error(self.provider, status, h, b)
+            except Exception:  # a RecursionError from nesting, a ValueError from a date that is none, …
+                continue
+        return parse_error(self.provider, status, {}, b"")
+
     def _http_error(self, status: int, headers: Any, body: bytes) -> ProviderError:
-        info = parse_error(self.provider, status, headers, body)
+        info = self._classify(status, headers, body)
         _log.emit(_log.WARNING, "http.error", provider=self.provider, url=self.url, status=status,
                   type=info.type, transient=info.transient, retry_after=info.retry_after,
                   body=_redact(body[:500].decode("utf-8", "replace"), self._secret))
@@ -56,12 +84,47 @@ class _Base:
                              status=status, type=info.type, transient=info.transient,
                              retry_after=info.retry_after)
 
+    def _unreadable(self, exc: BaseException, status: int, head: bytes) -> ProviderError:
+        """A 2xx body the parser could not take: transient, one retry."""
+        if isinstance(exc, ProviderProtocolError):
+            kind = exc.code
+        elif isinstance(exc, RecursionError):
+            kind = "nesting_too_deep"
+        elif isinstance(exc, httpx.DecodingError):
+            kind = "decoding_error"
+        else:
+            kind = "unreadable_body"
+        _log.emit(_log.WARNING, "http.unreadable_body", provider=self.provider, url=self.url, status=status,
+                  type=kind, transient=True,
+                  error=_redact(f"{type(exc).__name__}: {exc}"[:300], self._secret),
+                  body=_redact(head[:_HEAD].decode("utf-8", "replace"), self._secret))
+        return ProviderError(f"{self.provider} sent a body that cannot be read ({kind})", provider=self.provider,
+                             status=status, type=kind, transient=True, retry_limit=1)
+
     def _network_error(self, exc: Exception) -> ProviderError:
         kind = "timeout" if isinstance(exc, httpx.TimeoutException) else "connection_error"
         _log.emit(_log.WARNING, "http.error", provider=self.provider, url=self.url, status=None, type=kind,
                   transient=True, retry_after=None, body=_redact(str(exc)[:300], self._secret))
         return ProviderError(f"{self.provider} request failed: {kind}", provider=self.provider, status=None,
                              type=kind, transient=True)
+
+
+def _feed(transport: _Base, parser: StreamParser, chunk: bytes, head: bytearray, status: int) -> None:
+    """Feed one chunk; whatever the parser raises for it becomes a ``ProviderError`` (the parser is dropped)."""
+    if len(head) < _HEAD:
+        head += chunk[:_HEAD - len(head)]
+    try:
+        parser.feed(chunk)
+    except Exception as exc:  # FramingError, a RecursionError from nesting, anything else the body provoked
+        raise transport._unreadable(exc, status, bytes(head)) from None
+
+
+def _close(transport: _Base, parser: StreamParser, head: bytearray, status: int) -> Turn:
+    try:
+        parser.close()
+    except Exception as exc:
+        raise transport._unreadable(exc, status, bytes(head)) from None
+    return parser.turn
 
 
 class HTTPTransport(_Base):
@@ -78,16 +141,28 @@ class HTTPTransport(_Base):
     def request(self, body: dict[str, Any]) -> Turn:
         ep = self._endpoint
         parser = self._parser()
+        head = bytearray()
+        status = 0
         try:
             with self._client.stream(ep.method, ep.url, headers=ep.headers, json=body) as resp:
-                if resp.status_code >= 400:
-                    raise self._http_error(resp.status_code, resp.headers, resp.read())
+                status = resp.status_code
+                if not 200 <= status < 300:
+                    error_body = bytearray()
+                    try:
+                        for chunk in resp.iter_bytes():
+                            error_body += chunk
+                            if len(error_body) >= ERROR_BODY_LIMIT:
+                                break
+                    except httpx.HTTPError:
+                        pass  # an error body cut or not decodable: the status and what arrived decide
+                    raise self._http_error(status, resp.headers, bytes(error_body[:ERROR_BODY_LIMIT]))
                 for chunk in resp.iter_bytes():
-                    parser.feed(chunk)
+                    _feed(self, parser, chunk, head, status)
+        except httpx.DecodingError as exc:
+            raise self._unreadable(exc, status, bytes(head)) from None
         except httpx.HTTPError as exc:
             raise self._network_error(exc) from None
-        parser.close()
-        return parser.turn
+        return _close(self, parser, head, status)
 
     def close(self) -> None:
         if self._own:
@@ -113,16 +188,28 @@ class AsyncHTTPTransport(_Base):
     async def request(self, body: dict[str, Any]) -> Turn:
         ep = self._endpoint
         parser = self._parser()
+        head = bytearray()
+        status = 0
         try:
             async with self._client.stream(ep.method, ep.url, headers=ep.headers, json=body) as resp:
-                if resp.status_code >= 400:
-                    raise self._http_error(resp.status_code, resp.headers, await resp.aread())
+                status = resp.status_code
+                if not 200 <= status < 300:
+                    error_body = bytearray()
+                    try:
+                        async for chunk in resp.aiter_bytes():
+                            error_body += chunk
+                            if len(error_body) >= ERROR_BODY_LIMIT:
+                                break
+                    except httpx.HTTPError:
+                        pass  # an error body cut or not decodable: the status and what arrived decide
+                    raise self._http_error(status, resp.headers, bytes(error_body[:ERROR_BODY_LIMIT]))
                 async for chunk in resp.aiter_bytes():
-                    parser.feed(chunk)
+                    _feed(self, parser, chunk, head, status)
+        except httpx.DecodingError as exc:
+            raise self._unreadable(exc, status, bytes(head)) from None
         except httpx.HTTPError as exc:
             raise self._network_error(exc) from None
-        parser.close()
-        return parser.turn
+        return _close(self, parser, head, status)
 
     async def aclose(self) -> None:
         if self._own:

@@ -12,7 +12,8 @@ socket writes, the dialects' own ids, and the opaque state that must be replayed
 block with its ``signature``, a Gemini ``thoughtSignature`` on the first functionCall part, a Responses
 ``reasoning`` item with ``encrypted_content``). Requests are checked as the providers check them (results under
 the right ids, in the right place, replayed state intact) and refused with the provider's own error body.
-``Fault`` plans HTTP errors, cut connections, in-stream errors, slow first bytes and token-limit endings::
+``Fault`` plans HTTP errors, cut or reset connections, in-stream errors, slow first bytes, token-limit and other
+unclean endings, arbitrary bodies, headers and arguments, and bytes that are no HTTP response at all::
 
     from toolwire.sim import SimProvider, Fault
     sim = SimProvider()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ._base import Dialect, Ev, Request
+from ._base import Dialect, Ev, Request, partial_text
 from ._core import ApiError, Call, Conversation, Fault, Reply, Result, dumps, fragments, text_fragments
 from ._model import parse_content
 
@@ -306,6 +306,35 @@ class Anthropic(Dialect):
            usage={"output_tokens": self._usage(req, reply)["output_tokens"]})
         ev("message_stop")
         return evs
+
+    def ending_events(self, reply: Reply, req: Request, *, reason: str, partial: bool) -> list[Ev]:
+        self._content(Reply(text=""), req)  # allocates the message id
+        evs: list[Ev] = []
+
+        def ev(type_: str, content_: bool = False, **fields: Any) -> None:
+            evs.append(Ev(b"event: " + type_.encode() + b"\ndata: " + dumps({"type": type_, **fields}) + b"\n\n",
+                          content_))
+
+        ev("message_start", message={"id": req.state["msg_id"], "type": "message", "role": "assistant",
+                                     "model": req.model, "content": [], "stop_reason": None, "stop_sequence": None,
+                                     "usage": self._usage(req, reply, 1)})
+        text = partial_text(reply) if partial else ""
+        if text:
+            ev("content_block_start", index=0, content_block={"type": "text", "text": ""})
+            for frag in text_fragments(text, req.rand):
+                ev("content_block_delta", True, index=0, delta={"type": "text_delta", "text": frag})
+            ev("content_block_stop", index=0)
+        ev("message_delta", delta={"stop_reason": reason, "stop_sequence": None},
+           usage={"output_tokens": self._usage(req, reply)["output_tokens"]})
+        ev("message_stop")
+        return evs
+
+    def ending_whole(self, reply: Reply, req: Request, *, reason: str, partial: bool) -> Any:
+        self._content(Reply(text=""), req)
+        text = partial_text(reply) if partial else ""
+        return {"id": req.state["msg_id"], "type": "message", "role": "assistant", "model": req.model,
+                "content": [{"type": "text", "text": text}] if text else [], "stop_reason": reason,
+                "stop_sequence": None, "usage": self._usage(req, reply)}
 
     def stream_error(self, kind: str, req: Request, seq: int) -> list[bytes]:
         type_, msg = _KINDS[kind]

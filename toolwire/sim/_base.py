@@ -12,7 +12,7 @@ from ._core import ApiError, Conversation, Fault, Rand, Reply
 if TYPE_CHECKING:  # pragma: no cover
     from ._server import SimProvider
 
-__all__ = ["Ev", "Request", "Dialect", "STATUS_TEXT", "bearer"]
+__all__ = ["Ev", "Request", "Dialect", "STATUS_TEXT", "bearer", "partial_text"]
 
 
 @dataclass
@@ -54,6 +54,12 @@ STATUS_TEXT = {
     408: "DEADLINE_EXCEEDED", 409: "ABORTED", 429: "RESOURCE_EXHAUSTED", 499: "CANCELLED", 500: "INTERNAL",
     501: "NOT_IMPLEMENTED", 502: "UNAVAILABLE", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED", 529: "UNAVAILABLE",
 }
+
+
+def partial_text(reply: Reply) -> str:
+    """The first half of the reply's text (whole words), what a model said before its turn was stopped."""
+    words = (reply.text or "").split(" ")
+    return " ".join(words[:max(1, len(words) // 2)]) if reply.text else ""
 
 
 def bearer(req: Request) -> bool:
@@ -105,6 +111,15 @@ class Dialect:
         return code, self.status_body(Fault.status(code), req)
 
     def whole(self, reply: Reply, req: Request, *, max_tokens: bool) -> Any:
+        raise NotImplementedError
+
+    def ending_events(self, reply: Reply, req: Request, *, reason: str, partial: bool) -> list[Ev]:
+        """A stream without calls that ends with the raw unclean ending ``reason`` (``Fault.finish``); with
+        ``partial`` the first half of the reply's text comes before it."""
+        raise NotImplementedError
+
+    def ending_whole(self, reply: Reply, req: Request, *, reason: str, partial: bool) -> Any:
+        """The non-streaming body of ``ending_events``."""
         raise NotImplementedError
 
     def content_type(self, req: Request) -> str:

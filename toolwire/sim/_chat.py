@@ -6,7 +6,7 @@ import json
 import re
 from typing import Any
 
-from ._base import Dialect, Ev, Request, bearer
+from ._base import Dialect, Ev, Request, bearer, partial_text
 from ._core import ApiError, Call, Conversation, Fault, Reply, Result, dumps, fragments, text_fragments
 from ._model import parse_content
 
@@ -253,7 +253,8 @@ class OpenAIChat(OpenAIDialect):
             req.state["calls"] = calls
         return calls
 
-    def events(self, reply: Reply, req: Request, *, max_tokens: bool) -> list[Ev]:
+    def _chunker(self, req: Request) -> tuple[dict[str, Any], Any]:
+        """The fields every chunk of one stream shares, and a function making one chunk's event."""
         rand = req.rand
         cid = "chatcmpl-" + rand.token(29)
         base = {"id": cid, "object": "chat.completion.chunk", "created": req.created, "model": req.model,
@@ -268,6 +269,21 @@ class OpenAIChat(OpenAIDialect):
                 obj["obfuscation"] = rand.token(rand.rng.randint(2, 14))
             return Ev(b"data: " + dumps(obj) + b"\n\n", content)
 
+        return base, chunk
+
+    def _stream_end(self, req: Request, reply: Reply, base: dict[str, Any]) -> list[Ev]:
+        evs = []
+        if req.state["include_usage"]:
+            usage = dict(base)
+            usage["choices"] = []
+            usage["usage"] = self._usage(req, reply)
+            evs.append(Ev(b"data: " + dumps(usage) + b"\n\n"))
+        evs.append(Ev(b"data: [DONE]\n\n"))
+        return evs
+
+    def events(self, reply: Reply, req: Request, *, max_tokens: bool) -> list[Ev]:
+        rand = req.rand
+        base, chunk = self._chunker(req)
         calls = self._plan(reply, req)
         evs = [chunk({"role": "assistant", "content": None if calls else "", "refusal": None})]
         finish = "tool_calls" if calls else "stop"
@@ -289,13 +305,25 @@ class OpenAIChat(OpenAIDialect):
             for frag in frags:
                 evs.append(chunk({"content": frag}, content=True))
         evs.append(chunk({}, finish))
-        if req.state["include_usage"]:
-            usage = dict(base)
-            usage["choices"] = []
-            usage["usage"] = self._usage(req, reply)
-            evs.append(Ev(b"data: " + dumps(usage) + b"\n\n"))
-        evs.append(Ev(b"data: [DONE]\n\n"))
-        return evs
+        return evs + self._stream_end(req, reply, base)
+
+    def ending_events(self, reply: Reply, req: Request, *, reason: str, partial: bool) -> list[Ev]:
+        base, chunk = self._chunker(req)
+        evs = [chunk({"role": "assistant", "content": "", "refusal": None})]
+        text = partial_text(reply) if partial else ""
+        for frag in text_fragments(text, req.rand) if text else []:
+            evs.append(chunk({"content": frag}, content=True))
+        evs.append(chunk({}, reason))
+        return evs + self._stream_end(req, reply, base)
+
+    def ending_whole(self, reply: Reply, req: Request, *, reason: str, partial: bool) -> Any:
+        text = partial_text(reply) if partial else None
+        message = {"role": "assistant", "content": text or None, "refusal": None, "annotations": []}
+        return {"id": "chatcmpl-" + req.rand.token(29), "object": "chat.completion", "created": req.created,
+                "model": req.model, "choices": [{"index": 0, "message": message, "logprobs": None,
+                                                 "finish_reason": reason}],
+                "usage": self._usage(req, reply), "service_tier": "default",
+                "system_fingerprint": "fp_sim" + req.rand.hex(6)}
 
     def _usage(self, req: Request, reply: Reply) -> dict[str, Any]:
         prompt = max(1, len(dumps(req.body)) // 4)

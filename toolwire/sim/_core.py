@@ -10,7 +10,7 @@ import json
 import random
 import string
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 __all__ = [
     "Fault",
@@ -55,7 +55,23 @@ class Fault:
       (``"overloaded"``, ``"rate_limit"`` or ``"server"``); a non-streaming request gets the matching HTTP error.
     * ``slow_first_byte(seconds)``: wait before the status line, then answer normally.
     * ``max_tokens()``: the response ends with the dialect's length finish reason inside a call's arguments.
+    * ``finish(reason, partial=False)``: the response ends, without calls, with the raw unclean ending ``reason``
+      where the dialect puts it: the Chat ``finish_reason`` (``content_filter``), the Responses
+      ``incomplete_details.reason`` of a ``response.incomplete`` (``content_filter``), the Anthropic
+      ``stop_reason`` (``refusal``), the Gemini ``finishReason`` (``SAFETY``, ``MALFORMED_FUNCTION_CALL`` …,
+      with no content) or the Interactions ``status`` (``cancelled``, ``failed``). ``partial`` streams the first
+      half of the model's text before that ending.
+    * ``raw(body, status=200, content_type=..., headers=None)``: answer with exactly ``body`` (bytes, str, or a
+      dict sent as JSON) under ``status``: garbage, HTML, an empty body, an endless line.
+    * ``reset(at=0.5)``: like ``cut``, but the connection is reset (TCP RST) instead of closed.
+    * ``wire(data)``: write ``data`` to the socket instead of an HTTP response, then close the connection: a
+      status line that is none, broken chunked encoding, a Content-Length that lies (recorded with status 0).
+    * ``arguments(value)``: the model's calls carry ``value`` as their arguments (any JSON value: nested deeper
+      than any parser should follow, huge, not an object), rendered by the dialect as usual.
     * ``ok()``: no fault.
+
+    ``status(...)`` and ``raw(...)`` take ``headers`` (a mapping sent verbatim, e.g. a ``retry-after`` no client
+    can read).
     """
 
     kind: str = "ok"
@@ -67,18 +83,53 @@ class Fault:
     at: float = 0.5
     error_kind: str = "overloaded"
     seconds: float = 0.0
+    reason: str | None = None
+    partial: bool = False
+    headers: tuple[tuple[str, str], ...] = ()
+    content_type: str | None = None
 
     @classmethod
     def status(cls, code: int, body: Any = None, retry_after: float | None = None,
-               retry_after_ms: float | None = None, retry_delay: float | None = None) -> Fault:
+               retry_after_ms: float | None = None, retry_delay: float | None = None,
+               headers: Mapping[str, str] | None = None) -> Fault:
         return cls(kind="status", code=int(code), body=body, retry_after=retry_after,
-                   retry_after_ms=retry_after_ms, retry_delay=retry_delay)
+                   retry_after_ms=retry_after_ms, retry_delay=retry_delay, headers=_header_pairs(headers))
 
     @classmethod
     def cut(cls, at: float = 0.5) -> Fault:
         if not 0.0 <= at <= 1.0:
             raise ValueError("cut(at=...) is a fraction between 0 and 1")
         return cls(kind="cut", at=float(at))
+
+    @classmethod
+    def reset(cls, at: float = 0.5) -> Fault:
+        if not 0.0 <= at <= 1.0:
+            raise ValueError("reset(at=...) is a fraction between 0 and 1")
+        return cls(kind="reset", at=float(at))
+
+    @classmethod
+    def wire(cls, data: bytes) -> Fault:
+        if not isinstance(data, bytes):
+            raise TypeError("wire(data) takes bytes")
+        return cls(kind="wire", body=data)
+
+    @classmethod
+    def arguments(cls, value: Any) -> Fault:
+        return cls(kind="arguments", body=value)
+
+    @classmethod
+    def finish(cls, reason: str, *, partial: bool = False) -> Fault:
+        if not isinstance(reason, str) or not reason:
+            raise ValueError("finish(reason) is the dialect's raw finish reason, a non-empty string")
+        return cls(kind="finish", reason=reason, partial=bool(partial))
+
+    @classmethod
+    def raw(cls, body: bytes | str | dict[str, Any] | list[Any], *, status: int = 200,
+            content_type: str = "application/json", headers: Mapping[str, str] | None = None) -> Fault:
+        if not isinstance(body, (bytes, str, dict, list)):
+            raise TypeError("raw(body) takes bytes, str, or a dict or list sent as JSON")
+        return cls(kind="raw", code=int(status), body=body, content_type=content_type,
+                   headers=_header_pairs(headers))
 
     @classmethod
     def in_stream_error(cls, kind: str = "overloaded") -> Fault:
@@ -97,6 +148,10 @@ class Fault:
     @classmethod
     def ok(cls) -> Fault:
         return cls(kind="ok")
+
+
+def _header_pairs(headers: Mapping[str, str] | None) -> tuple[tuple[str, str], ...]:
+    return tuple((str(k), str(v)) for k, v in (headers or {}).items())
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import binascii
 import re
 from typing import Any
 
-from ._base import STATUS_TEXT, Dialect, Ev, Request
+from ._base import STATUS_TEXT, Dialect, Ev, Request, partial_text
 from ._core import ApiError, Call, Conversation, Fault, Reply, Result, dumps, text_fragments
 
 __all__ = ["Gemini", "google_error", "google_status_body", "google_authorized", "GOOGLE_NO_KEY", "SIG_PREFIX"]
@@ -39,6 +39,7 @@ _MESSAGES = {
     504: "Deadline expired before operation could complete.",
 }
 _KINDS = {"overloaded": 503, "rate_limit": 429, "server": 500}
+_FILTERS = {"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII"}
 
 
 def _duration(seconds: float) -> str:
@@ -330,6 +331,41 @@ class Gemini(Dialect):
         if self._array(req):
             evs.append(Ev(b"]"))
         return evs
+
+    def _ending_chunk(self, req: Request, reply: Reply, reason: str) -> dict[str, Any]:
+        """The last chunk of a candidate stopped with ``reason``: no content, the reason's own details."""
+        chunk = self._chunk(req, reply, [], reason)
+        cand = chunk["candidates"][0]
+        del cand["content"]
+        if reason == "MALFORMED_FUNCTION_CALL":
+            names = [name for name, _ in reply.calls] or ["lookup_demo_value"]
+            cand["finishMessage"] = f"Malformed function call: print(default_api.{names[0]}(key=height"
+        elif reason in _FILTERS:
+            cand["safetyRatings"] = [
+                {"category": "HARM_CATEGORY_HATE_SPEECH", "probability": "NEGLIGIBLE"},
+                {"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "probability": "HIGH", "blocked": True},
+                {"category": "HARM_CATEGORY_HARASSMENT", "probability": "NEGLIGIBLE"},
+                {"category": "HARM_CATEGORY_SEXUALLY_EXPLICIT", "probability": "NEGLIGIBLE"}]
+        return chunk
+
+    def ending_events(self, reply: Reply, req: Request, *, reason: str, partial: bool) -> list[Ev]:
+        self._parts(Reply(text=""), req)  # allocates the response id
+        text = partial_text(reply) if partial else ""
+        chunks = [self._chunk(req, reply, [{"text": frag}], None)
+                  for frag in (text_fragments(text, req.rand) if text else [])]
+        evs = [Ev(self._frame(req, c, k == 0), True) for k, c in enumerate(chunks)]
+        evs.append(Ev(self._frame(req, self._ending_chunk(req, reply, reason), not chunks)))
+        if self._array(req):
+            evs.append(Ev(b"]"))
+        return evs
+
+    def ending_whole(self, reply: Reply, req: Request, *, reason: str, partial: bool) -> Any:
+        self._parts(Reply(text=""), req)
+        chunk = self._ending_chunk(req, reply, reason)
+        text = partial_text(reply) if partial else ""
+        if text:
+            chunk["candidates"][0]["content"] = {"parts": [{"text": text}], "role": "model"}
+        return chunk
 
     def stream_error(self, kind: str, req: Request, seq: int) -> list[bytes]:
         code = _KINDS[kind]

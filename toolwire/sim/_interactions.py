@@ -13,7 +13,7 @@ import json
 import re
 from typing import Any
 
-from ._base import STATUS_TEXT, Dialect, Ev, Request
+from ._base import STATUS_TEXT, Dialect, Ev, Request, partial_text
 from ._core import ApiError, Call, Conversation, Fault, Reply, Result, dumps, fragments, text_fragments
 from ._gemini import _MESSAGES, GOOGLE_NO_KEY, SIG_PREFIX, _duration, google_authorized
 from ._model import parse_content
@@ -245,6 +245,35 @@ class Interactions(Dialect):
         evs.append(Ev(b"data: [DONE]\n\n"))
         req.state["status"] = status
         return evs
+
+    def ending_events(self, reply: Reply, req: Request, *, reason: str, partial: bool) -> list[Ev]:
+        self._steps(Reply(text=""), req)  # allocates the interaction id
+        evs: list[Ev] = []
+
+        def ev(type_: str, content: bool = False, **fields: Any) -> None:
+            evs.append(Ev(b"event: " + type_.encode() + b"\ndata: " + dumps({"event_type": type_, **fields})
+                          + b"\n\n", content))
+
+        ev("interaction.created", interaction=self._interaction(req, "in_progress", created=req.created))
+        ev("interaction.status_update", interaction_id=req.state["id"], status="in_progress")
+        text = partial_text(reply) if partial else ""
+        if text:
+            ev("step.start", index=0, step={"type": "model_output", "content": []})
+            for frag in text_fragments(text, req.rand):
+                ev("step.delta", True, index=0, delta={"type": "text", "text": frag})
+        ev("interaction.completed", interaction=self._interaction(req, reason, usage=self._usage(req, reply)))
+        evs.append(Ev(b"data: [DONE]\n\n"))
+        req.state["status"] = reason
+        return evs
+
+    def ending_whole(self, reply: Reply, req: Request, *, reason: str, partial: bool) -> Any:
+        self._steps(Reply(text=""), req)
+        text = partial_text(reply) if partial else ""
+        steps = [{"type": "model_output", "content": [{"type": "text", "text": text}]}] if text else []
+        req.state["status"] = reason
+        return self._interaction(req, reason, role="model", steps=steps, usage=self._usage(req, reply),
+                                 created=req.created, updated=req.created,
+                                 previous_interaction_id=req.body.get("previous_interaction_id"))
 
     def stream_error(self, kind: str, req: Request, seq: int) -> list[bytes]:
         code = _KINDS[kind]

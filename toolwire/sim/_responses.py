@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ._base import Ev, Request
+from ._base import Ev, Request, partial_text
 from ._chat import OpenAIDialect, check_openai_tools
 from ._core import ApiError, Call, Conversation, Reply, Result, dumps, fragments, text_fragments
 from ._model import parse_content
@@ -278,6 +278,46 @@ class OpenAIResponses(OpenAIDialect):
         else:
             ev("response.completed", response=self._response(req, "completed", final, usage))
         return evs
+
+    def _partial_message(self, reply: Reply, req: Request) -> tuple[dict[str, Any], str]:
+        """The incomplete message item an unclean ending leaves behind, and its text."""
+        text = partial_text(reply)
+        item = {"id": "msg_" + req.rand.hex(50), "type": "message", "status": "incomplete", "role": "assistant",
+                "content": [{"type": "output_text", "annotations": [], "logprobs": [], "text": text}]}
+        return item, text
+
+    def ending_events(self, reply: Reply, req: Request, *, reason: str, partial: bool) -> list[Ev]:
+        rand = req.rand
+        self._output(Reply(text=""), req)  # allocates the response id
+        evs: list[Ev] = []
+
+        def ev(type_: str, content: bool = False, **fields: Any) -> None:
+            obj = {"type": type_, "sequence_number": len(evs), **fields}
+            if "delta" in fields and req.state["obfuscation"]:
+                obj["obfuscation"] = rand.token(rand.rng.randint(2, 14))
+            evs.append(Ev(b"event: " + type_.encode() + b"\ndata: " + dumps(obj) + b"\n\n", content))
+
+        ev("response.created", response=self._response(req, "in_progress", []))
+        ev("response.in_progress", response=self._response(req, "in_progress", []))
+        final: list[Any] = []
+        if partial:
+            item, text = self._partial_message(reply, req)
+            part = {"type": "output_text", "annotations": [], "logprobs": [], "text": ""}
+            ev("response.output_item.added", output_index=0, item={**item, "status": "in_progress", "content": []})
+            ev("response.content_part.added", item_id=item["id"], output_index=0, content_index=0, part=part)
+            for frag in text_fragments(text, rand) if text else []:
+                ev("response.output_text.delta", True, item_id=item["id"], output_index=0, content_index=0,
+                   delta=frag, logprobs=[])
+            final.append(item)
+        ev("response.incomplete", response=self._response(req, "incomplete", final, self._usage(req, reply),
+                                                          incomplete_details={"reason": reason}))
+        return evs
+
+    def ending_whole(self, reply: Reply, req: Request, *, reason: str, partial: bool) -> Any:
+        self._output(Reply(text=""), req)
+        output = [self._partial_message(reply, req)[0]] if partial else []
+        return self._response(req, "incomplete", output, self._usage(req, reply),
+                              incomplete_details={"reason": reason})
 
     def stream_error(self, kind: str, req: Request, seq: int) -> list[bytes]:
         code, msg = {

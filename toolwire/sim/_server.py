@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import socket
+import struct
 import threading
 import time
 from collections import deque
@@ -18,7 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 from ._anthropic import Anthropic
 from ._base import Dialect, Ev, Request
 from ._chat import OpenAIChat
-from ._core import ApiError, Fault, Rand, RecordedRequest, Signer, dumps
+from ._core import ApiError, Fault, Rand, RecordedRequest, Reply, Signer, dumps
 from ._gemini import Gemini
 from ._interactions import Interactions
 from ._model import respond
@@ -35,6 +36,14 @@ class _Server(ThreadingHTTPServer):
     block_on_close = False
     request_queue_size = 64
     sim: SimProvider
+    resets: set[Any]  # connections to close with a reset: no FIN first
+
+    def shutdown_request(self, request: Any) -> None:
+        if request in self.resets:
+            self.resets.discard(request)
+            self.close_request(request)  # SO_LINGER 0: the close sends a RST
+            return
+        super().shutdown_request(request)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that hangs up is normal here (cut streams, abandoned reads): stay quiet about it."""
@@ -92,6 +101,7 @@ class SimProvider:
         """Run the server on a daemon thread; yields its base URL (``http://127.0.0.1:PORT``)."""
         server = _Server((host, port), _Handler)
         server.sim = self
+        server.resets = set()
         thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
                                   name="toolwire-sim", daemon=True)
         thread.start()
@@ -222,6 +232,18 @@ class SimProvider:
             if fault is not None and fault.kind == "status":
                 self._send_status(h, dialect, req, fault, record, headers)
                 return
+            if fault is not None and fault.kind == "raw":
+                self._send_raw(h, fault, record, headers)
+                return
+            if fault is not None and fault.kind == "wire":
+                record(0, f"planned wire bytes ({len(fault.body)} bytes)")
+                h._sim_started = True  # type: ignore[attr-defined]
+                try:
+                    h.wfile.write(fault.body)
+                except OSError:
+                    pass
+                _drop(h)
+                return
             dialect.preflight(req)
             if parse_error is not None:
                 raise dialect.bad_json(req, parse_error)
@@ -232,6 +254,8 @@ class SimProvider:
             return
         reply = respond(conv)
         kind = fault.kind if fault is not None else "ok"
+        if kind == "arguments":
+            reply = Reply(text=reply.text, calls=[(name, fault.body) for name, _ in reply.calls])
         if kind == "in_stream_error" and not req.stream:
             status, err_body = dialect.in_stream_error_status(fault.error_kind, req)
             dialect.finish(reply, req, outcome="failed")
@@ -239,23 +263,31 @@ class SimProvider:
             _send(h, status, dumps(err_body), headers=headers)
             return
         max_tokens = kind == "max_tokens"
-        outcome = "max_tokens" if max_tokens else "failed" if kind in ("cut", "in_stream_error") else "ok"
+        outcome = ("max_tokens" if max_tokens else "failed" if kind in ("cut", "reset", "in_stream_error", "finish")
+                   else "ok")
+        cutting = kind in ("cut", "reset")
         if req.stream:
-            evs = dialect.events(reply, req, max_tokens=max_tokens)
+            if kind == "finish":
+                evs = dialect.ending_events(reply, req, reason=fault.reason, partial=fault.partial)
+            else:
+                evs = dialect.events(reply, req, max_tokens=max_tokens)
             if kind == "in_stream_error":
                 keep = _midpoint(evs)
                 evs = evs[:keep] + [Ev(b) for b in dialect.stream_error(fault.error_kind, req, keep)]
             dialect.finish(reply, req, outcome=outcome)  # before the last byte: the client may ask again at once
             record(200)
             self._write_stream(h, dialect.content_type(req), headers, evs, rand,
-                               fault.at if kind == "cut" else None)
+                               fault.at if cutting else None, reset=kind == "reset")
         else:
-            whole = dialect.whole(reply, req, max_tokens=max_tokens)
+            if kind == "finish":
+                whole = dialect.ending_whole(reply, req, reason=fault.reason, partial=fault.partial)
+            else:
+                whole = dialect.whole(reply, req, max_tokens=max_tokens)
             data = dumps(whole, indent=2 if dialect.name == "gemini" else None)
             dialect.finish(reply, req, outcome=outcome)
             record(200)
-            cut = None if kind != "cut" else max(1, min(len(data) - 1, int(len(data) * fault.at)))
-            _send(h, 200, data, headers=headers, cut=cut)
+            cut = None if not cutting else max(1, min(len(data) - 1, int(len(data) * fault.at)))
+            _send(h, 200, data, headers=headers, cut=cut, reset=kind == "reset")
 
     def _send_status(self, h: _Handler, dialect: Dialect, req: Request, fault: Fault, record: Any,
                      headers: dict[str, str]) -> None:
@@ -273,11 +305,20 @@ class SimProvider:
             headers["retry-after"] = f"{fault.retry_after:g}"
         if fault.retry_after_ms is not None:
             headers["retry-after-ms"] = f"{fault.retry_after_ms:g}"
+        headers.update(fault.headers)
         record(code, f"planned status {code}")
         _send(h, code, data, headers=headers)
 
+    def _send_raw(self, h: _Handler, fault: Fault, record: Any, headers: dict[str, str]) -> None:
+        body = fault.body
+        data = body if isinstance(body, bytes) else body.encode() if isinstance(body, str) else dumps(body)
+        code = fault.code if fault.code is not None else 200
+        record(code, f"planned raw body ({len(data)} bytes)")
+        _send(h, code, data, headers={**headers, **dict(fault.headers)},
+              ctype=fault.content_type or "application/json")
+
     def _write_stream(self, h: _Handler, ctype: str, headers: dict[str, str], evs: list[Ev], rand: Rand,
-                      cut_at: float | None) -> None:
+                      cut_at: float | None, *, reset: bool = False) -> None:
         limit = None
         if cut_at is not None:
             offsets, pos = [], 0
@@ -306,7 +347,7 @@ class SimProvider:
                     piece = piece[:limit - sent]
                     if piece:
                         _chunk(h, piece)
-                    _drop(h)
+                    _drop(h, reset=reset)
                     return
                 _chunk(h, piece)
                 sent += len(piece)
@@ -338,7 +379,7 @@ def _read_body(h: BaseHTTPRequestHandler) -> bytes:
 
 
 def _send(h: BaseHTTPRequestHandler, status: int, data: bytes, *, headers: dict[str, str] | None = None,
-          ctype: str = "application/json", cut: int | None = None) -> None:
+          ctype: str = "application/json", cut: int | None = None, reset: bool = False) -> None:
     h._sim_started = True  # type: ignore[attr-defined]
     try:
         h.send_response(status)
@@ -349,7 +390,7 @@ def _send(h: BaseHTTPRequestHandler, status: int, data: bytes, *, headers: dict[
         h.end_headers()
         if cut is not None:
             h.wfile.write(data[:cut])
-            _drop(h)
+            _drop(h, reset=reset)
             return
         h.wfile.write(data)
         h.wfile.flush()
@@ -362,13 +403,20 @@ def _chunk(h: BaseHTTPRequestHandler, data: bytes) -> None:
     h.wfile.flush()
 
 
-def _drop(h: BaseHTTPRequestHandler) -> None:
-    """Close the connection now, mid-body."""
+def _drop(h: BaseHTTPRequestHandler, *, reset: bool = False) -> None:
+    """Close the connection now, mid-body; ``reset``: with a TCP RST (no FIN, whatever the client still sends)."""
     h.close_connection = True
     try:
         h.wfile.flush()
     except OSError:
         pass
+    if reset:
+        try:
+            h.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        except OSError:
+            pass
+        h.server.resets.add(h.connection)  # type: ignore[attr-defined]
+        return
     try:
         h.connection.shutdown(socket.SHUT_RDWR)
     except OSError:
