@@ -212,6 +212,22 @@ class _Core:
             raise failure
         return turn
 
+    def turn_id(self, turn: Turn) -> str:
+        """What identifies ``turn`` in this conversation for the ledger: the length of the history it answers
+        (stable when the same conversation is replayed from the same stored history) and the response id."""
+        return f"h{len(self.history)}:{turn.response_id or '-'}"
+
+    def record_answer(self, turn: Turn) -> None:
+        """Keep the model's final answer in the history, so the next prompt continues the conversation (a
+        Responses turn is several items; Interactions keep the conversation server-side)."""
+        from ..history import history_messages
+
+        if self.provider == "gemini-interactions":
+            self.previous_id = turn.response_id
+            self.history = []
+        elif turn.assistant_message is not None:
+            self.history.extend(history_messages(turn, []))
+
     def record(self, result: LoopResult, turn: Turn, results: list[ToolResult], attempts: int) -> None:
         from ..history import history_messages
 
@@ -305,9 +321,9 @@ class ToolLoop:
                       calls=len(turn.calls), **core.log)
             if not turn.calls:
                 result.steps.append(StepRecord(turn=turn, results=[], attempts=attempts))
-                core.history.append(turn.assistant_message)
+                core.record_answer(turn)
                 return core.finish(result, turn.text, None)
-            results = core.dispatcher.run(turn, conversation_id=core.conversation_id)
+            results = core.dispatcher.run(turn, conversation_id=core.conversation_id, turn_id=core.turn_id(turn))
             core.record(result, turn, results, attempts)
             corrections, exhausted = core.after_dispatch(results, corrections)
             if exhausted:
@@ -370,9 +386,10 @@ class AsyncToolLoop:
                       calls=len(turn.calls), **core.log)
             if not turn.calls:
                 result.steps.append(StepRecord(turn=turn, results=[], attempts=attempts))
-                core.history.append(turn.assistant_message)
+                core.record_answer(turn)
                 return core.finish(result, turn.text, None)
-            results = await core.dispatcher.arun(turn, conversation_id=core.conversation_id)
+            results = await core.dispatcher.arun(turn, conversation_id=core.conversation_id,
+                                                 turn_id=core.turn_id(turn))
             core.record(result, turn, results, attempts)
             corrections, exhausted = core.after_dispatch(results, corrections)
             if exhausted:

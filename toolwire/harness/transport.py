@@ -35,14 +35,16 @@ __all__ = ["HTTPTransport", "AsyncHTTPTransport", "DEFAULT_TIMEOUT", "ERROR_BODY
 DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=10.0, read=60.0)
 #: bytes of an error response's body that are read (classification needs its start; the rest is dropped)
 ERROR_BODY_LIMIT = 1 << 20
-_HEAD = 500  # bytes of a body kept for the logs
+_HEAD = 500  # characters of a body kept for the logs
+_HEAD_READ = _HEAD + 512  # bytes kept before redaction, so that a key straddling the cut is still recognised
 _RETRY_HEADERS = frozenset({"retry-after", "retry-after-ms"})
 
 
 def _redact(text: str, secret: str | None) -> str:
+    """``text`` without ``secret``; callers redact the whole body before cutting an excerpt from it."""
     if secret and secret in text:
         text = text.replace(secret, "[redacted]")
-    return text
+    return _log.scrub(text)
 
 
 class _Base:
@@ -56,6 +58,8 @@ class _Base:
         self._endpoint = endpoint(provider, model=model, stream=stream, base_url=base_url, api_key=api_key)
         self._secret = next((v.split(" ", 1)[-1] for k, v in self._endpoint.headers.items()
                              if k in ("authorization", "x-api-key", "x-goog-api-key")), None)
+        _log.add_secret(self._secret)  # scrubbed from every log event from now on
+        _log.add_secret(api_key)
 
     @property
     def url(self) -> str:
@@ -79,7 +83,7 @@ class _Base:
         info = self._classify(status, headers, body)
         _log.emit(_log.WARNING, "http.error", provider=self.provider, url=self.url, status=status,
                   type=info.type, transient=info.transient, retry_after=info.retry_after,
-                  body=_redact(body[:500].decode("utf-8", "replace"), self._secret))
+                  body=_redact(body[:_HEAD_READ].decode("utf-8", "replace"), self._secret)[:_HEAD])
         return ProviderError(f"{self.provider} answered HTTP {status} ({info.type})", provider=self.provider,
                              status=status, type=info.type, transient=info.transient,
                              retry_after=info.retry_after)
@@ -97,7 +101,7 @@ class _Base:
         _log.emit(_log.WARNING, "http.unreadable_body", provider=self.provider, url=self.url, status=status,
                   type=kind, transient=True,
                   error=_redact(f"{type(exc).__name__}: {exc}"[:300], self._secret),
-                  body=_redact(head[:_HEAD].decode("utf-8", "replace"), self._secret))
+                  body=_redact(head.decode("utf-8", "replace"), self._secret)[:_HEAD])
         return ProviderError(f"{self.provider} sent a body that cannot be read ({kind})", provider=self.provider,
                              status=status, type=kind, transient=True, retry_limit=1)
 
@@ -111,8 +115,8 @@ class _Base:
 
 def _feed(transport: _Base, parser: StreamParser, chunk: bytes, head: bytearray, status: int) -> None:
     """Feed one chunk; whatever the parser raises for it becomes a ``ProviderError`` (the parser is dropped)."""
-    if len(head) < _HEAD:
-        head += chunk[:_HEAD - len(head)]
+    if len(head) < _HEAD_READ:
+        head += chunk[:_HEAD_READ - len(head)]
     try:
         parser.feed(chunk)
     except Exception as exc:  # FramingError, a RecursionError from nesting, anything else the body provoked
