@@ -376,6 +376,15 @@ def test_gemini_3_accepts_the_documented_skip_signature(sv: Served, encoding: st
     assert toolwire.parse("gemini", resp.body).text == "You are 170 cm tall and weigh 70 kg."
 
 
+def test_repaired_unsigned_history_is_accepted_by_gemini_3(sv: Served) -> None:
+    """repair_history puts the sentinel where the signature was lost, and Gemini 3 accepts the history."""
+    path, body = _unsigned_follow_up(sv)
+    body["contents"], report = toolwire.repair_history("gemini", body["contents"])
+    assert [a.kind.value for a in report.actions] == ["inserted_thought_signature"]
+    resp = post(sv.url, path.replace("gemini-sim", "gemini-3-flash-preview"), body, AUTH["gemini"])
+    assert resp.status == 200, resp.body[:300]
+
+
 def test_argument_fragments_cut_json_tokens(sv: Served) -> None:
     """Argument fragments end inside string literals and numbers, as models stream them."""
     path, body = Conv("openai-chat", SCENARIOS["save_with_faults"].prompts["en"]).request()
