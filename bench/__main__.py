@@ -22,6 +22,7 @@ from typing import Any, Callable
 import toolwire
 
 from . import dispatch, memory
+from . import repair as repair_bench
 from .floor import FLOORS
 from .peers import available_peers
 from .timing import Outcome, race
@@ -31,6 +32,7 @@ KiB = 1024
 MiB = 1024 * 1024
 RATIO_TARGET = 3.0
 LINEAR_TARGET = 11.0
+REPAIR_TARGETS = {4: 5.0, 10: 11.0}  # repair_history at 4x / 10x the calls over 1x
 DISPATCH_TARGET_US = 50.0
 
 
@@ -50,16 +52,18 @@ class Config:
     memory_stream: int
     memory_big_call: int
     dispatch_repeats: int
+    repair_calls: int  # calls at 1x of the repair line (4x and 10x beside it)
+    repair_repeats: int
 
 
 QUICK = Config("quick", large=64 * KiB, linear_base=32 * KiB, repeats={"small": 9, "parallel": 5, "large": 3},
                linear_repeats=3, parallel_linear_repeats=7, timeout=10.0, budget=3.0, peer_timeout=1.0,
                peer_budget=1.0, linear_cap=5.0, memory_stream=5 * MiB, memory_big_call=64 * KiB,
-               dispatch_repeats=10)
+               dispatch_repeats=10, repair_calls=300, repair_repeats=3)
 FULL = Config("full", large=1 * MiB, linear_base=1 * MiB, repeats={"small": 31, "parallel": 15, "large": 5},
               linear_repeats=3, parallel_linear_repeats=21, timeout=60.0, budget=30.0, peer_timeout=10.0,
               peer_budget=10.0, linear_cap=120.0, memory_stream=100 * MiB, memory_big_call=256 * KiB,
-              dispatch_repeats=30)
+              dispatch_repeats=30, repair_calls=1000, repair_repeats=5)
 
 COLS = [("dialect", 19, "<"), ("workload", 8, "<"), ("floor ms", 9, ">"), ("toolwire ms", 13, ">"),
         ("ratio", 7, ">"), ("best peer", 36, "<"), ("peer ms", 9, ">"), ("peer ratio", 10, ">")]
@@ -129,6 +133,7 @@ class Bench:
         self.linear: dict[str, Any] = {}
         self.memory: dict[str, Any] = {}
         self.dispatch: dict[str, Any] = {}
+        self.repair: dict[str, Any] = {}
 
     # ---- the table ------------------------------------------------------------------------------------------
     def table(self) -> None:
@@ -273,6 +278,32 @@ class Bench:
             self.linear[dialect] = res
             print(f"  {dialect:19}  {cells[0]:>34}  {cells[1]:>34}", flush=True)
 
+    # ---- history repair -------------------------------------------------------------------------------------
+    def repair_step(self) -> None:
+        cfg = self.cfg
+        n = cfg.repair_calls
+        print()
+        print(f"repair: repair_history at 4x and 10x the calls over 1x ({n} -> {4 * n} -> {10 * n}), median of "
+              f"interleaved repeats (targets <= {REPAIR_TARGETS[4]:g}x and <= {REPAIR_TARGETS[10]:g}x; the 10x "
+              f"ratio of decoding the history's JSON again alongside)")
+        print(f"  {'dialect':19}  {'one turn of N calls':>50}  {'N turns reusing call_0':>50}")
+        for dialect in self.dialects:
+            res: dict[str, Any] = {}
+            cells = []
+            for shape in repair_bench.SHAPES:
+                r = repair_bench.measure(dialect, shape, n, cfg.repair_repeats, timeout=cfg.linear_cap)
+                res[shape] = r
+                if r["problem"]:
+                    self.problems.append(f"repair/{dialect}/{shape}: {r['problem']}")
+                ms, ratio, lower = r["median_ms"], r["ratio"], r["lower_bound"]
+                cells.append(f"{_fmt_ratio(ratio[4], lower[4], REPAIR_TARGETS[4])} "
+                             f"{_fmt_ratio(ratio[10], lower[10], REPAIR_TARGETS[10])} "
+                             f"({_fmt_ms(ms[1] and ms[1] / 1e3)} -> {_fmt_ms(ms[10] and ms[10] / 1e3, lower[10])} ms;"
+                             f" floor {_fmt_ratio(r['floor_ratio'])})")
+                gc.collect()
+            self.repair[dialect] = res
+            print(f"  {dialect:19}  {cells[0]:>50}  {cells[1]:>50}", flush=True)
+
     # ---- memory and dispatch --------------------------------------------------------------------------------
     def memory_step(self) -> None:
         cfg = self.cfg
@@ -368,6 +399,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-peers", action="store_true", help="do not run the SDK peers")
     ap.add_argument("--skip-memory", action="store_true", help="skip the tracemalloc step")
     ap.add_argument("--skip-linear", action="store_true", help="skip the 10x linearity step")
+    ap.add_argument("--skip-repair", action="store_true", help="skip the history repair scaling step")
     ap.add_argument("--output", default=str(Path(__file__).with_name("results.json")),
                     help="where to write the JSON results (default bench/results.json)")
     ap.add_argument("--profile", metavar="DIALECT/WORKLOAD",
@@ -392,6 +424,8 @@ def main(argv: list[str] | None = None) -> int:
     bench.table()
     if not args.skip_linear:
         bench.linearity()
+    if not args.skip_repair:
+        bench.repair_step()
     if not args.skip_memory:
         bench.memory_step()
     else:
@@ -404,7 +438,8 @@ def main(argv: list[str] | None = None) -> int:
     elapsed = time.perf_counter() - started
     results = {"config": cfg.__dict__, "versions": v, "cpus": os.cpu_count(), "elapsed_s": round(elapsed, 1),
                "loadavg_end": os.getloadavg(), "rows": bench.rows, "linear": bench.linear, "memory": bench.memory,
-               "dispatch": bench.dispatch, "problems": bench.problems, "summary": bench.worst(),
+               "repair": bench.repair, "dispatch": bench.dispatch, "problems": bench.problems,
+               "summary": bench.worst(),
                "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     try:
         Path(args.output).write_text(json.dumps(results, indent=1, default=str) + "\n")

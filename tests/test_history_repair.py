@@ -6,9 +6,13 @@ provider's order) that fits the official SDK types, and repairing again changes 
 from __future__ import annotations
 
 import copy
+import inspect
 import json
+import os
+import sys
 from typing import Any
 
+import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -16,6 +20,7 @@ from hypothesis import strategies as st
 import toolwire
 from toolwire import RepairAction, RepairKind, RepairReport, ResultKind
 from toolwire.codecs.results import INVALID_ARGUMENTS_KEY, MISSING_RESULT_TEXT
+from toolwire.codecs.results.gemini import SKIP_SIGNATURE as SKIP
 
 from .test_results_encoding import CUT, DIALECTS, TURNS, check_sdk, results_for
 
@@ -426,17 +431,18 @@ GEMINI_CASES = {
         [MODEL, {"role": "user", "parts": [fr("f", "g1"), fr("g", "g2")]}],
         ["fixed_response_id"], {}),
     "id_removed_where_the_call_had_none": (
-        [{"role": "model", "parts": [fc("f")]}, {"role": "user", "parts": [fr("f", "made_up")]}],
-        [{"role": "model", "parts": [fc("f")]}, {"role": "user", "parts": [fr("f")]}],
+        [{"role": "model", "parts": [fc("f", thoughtSignature="c2ln")]},
+         {"role": "user", "parts": [fr("f", "made_up")]}],
+        [{"role": "model", "parts": [fc("f", thoughtSignature="c2ln")]}, {"role": "user", "parts": [fr("f")]}],
         ["fixed_response_id"], {}),
     "echo_ids_false_removes_ids": (
         [MODEL, {"role": "user", "parts": [fr("f", "g1"), fr("g", "g2")]}],
         [MODEL, {"role": "user", "parts": [fr("f"), fr("g")]}],
         ["fixed_response_id", "fixed_response_id"], {"echo_ids": False}),
     "no_ids_same_name_paired_in_order": (
-        [{"role": "model", "parts": [fc("f", args={"n": 1}), fc("f", args={"n": 2})]},
+        [{"role": "model", "parts": [fc("f", args={"n": 1}, thoughtSignature="c2ln"), fc("f", args={"n": 2})]},
          {"role": "user", "parts": [fr("f", response={"output": 1})]}],
-        [{"role": "model", "parts": [fc("f", args={"n": 1}), fc("f", args={"n": 2})]},
+        [{"role": "model", "parts": [fc("f", args={"n": 1}, thoughtSignature="c2ln"), fc("f", args={"n": 2})]},
          {"role": "user", "parts": [fr("f", response={"output": 1}), gmissing("f")]}],
         ["inserted_result"], {}),
     "role_tool_becomes_user": (
@@ -444,9 +450,10 @@ GEMINI_CASES = {
         [MODEL, {"role": "user", "parts": [fr("f", "g1"), fr("g", "g2")]}],
         ["fixed_role"], {}),
     "string_args_replaced": (
-        [{"role": "model", "parts": [fc("f", "g1", '{"a": 1}'), fc("g", "g2", "not json")]},
+        [{"role": "model", "parts": [fc("f", "g1", '{"a": 1}', thoughtSignature="c2ln"), fc("g", "g2", "not json")]},
          {"role": "user", "parts": [fr("f", "g1"), fr("g", "g2")]}],
-        [{"role": "model", "parts": [fc("f", "g1", {"a": 1}), fc("g", "g2", {INVALID_ARGUMENTS_KEY: "not json"})]},
+        [{"role": "model", "parts": [fc("f", "g1", {"a": 1}, thoughtSignature="c2ln"),
+                                     fc("g", "g2", {INVALID_ARGUMENTS_KEY: "not json"})]},
          {"role": "user", "parts": [fr("f", "g1"), fr("g", "g2")]}],
         ["replaced_arguments", "replaced_arguments"], {}),
     "orphan_and_duplicate_dropped": (
@@ -484,7 +491,10 @@ def test_gemini_snake_case_parts_are_read():
                                                                        "response": {"output": "x"}}}]}
     assert out[3] == {"role": "user", "parts": [{"function_response": {"name": "h",
                                                                        "response": {"error": MISSING_RESULT_TEXT}}}]}
-    assert kinds(report) == ["wrapped_response", "inserted_result"]
+    # no user text: the whole history is the current turn, and the sentinel is written in the parts' style
+    assert [out[0]["parts"][0]["thought_signature"], out[2]["parts"][0]["thought_signature"]] == [SKIP] * 2
+    assert kinds(report) == ["wrapped_response", "inserted_result", "inserted_thought_signature",
+                             "inserted_thought_signature"]
 
 
 # ==== Responses =====================================================================================================
@@ -731,3 +741,377 @@ def call_ids(provider: str, msgs: list[Any]) -> list[str | None]:
     if provider == "openai-responses":
         return [m["call_id"] for m in msgs if m.get("type") in _CALLS]
     return [m["id"] for m in msgs if m["type"] == "function_call"]
+
+
+# ==== a call id used twice in one turn =============================================================================
+def same_id_twice(provider: str, results: int) -> list[Any]:
+    """A turn whose two calls (``f`` then ``g``) carry the id ``dup``, followed by ``results`` results with it."""
+    if provider == "openai-chat":
+        return [{"role": "user", "content": "hi"}, assistant_calls(("dup", "f", "{}"), ("dup", "g", "{}")),
+                *[tool("dup", f"r{k}") for k in range(results)]]
+    if provider == "anthropic":
+        msgs = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": [tool_use("dup"),
+                                                                                     tool_use("dup", "g")]}]
+        return msgs + [{"role": "user", "content": [tool_result("dup", f"r{k}") for k in range(results)]}] * bool(
+            results)
+    if provider == "gemini":
+        msgs = [HELLO, {"role": "model", "parts": [fc("f", "dup", thoughtSignature="c2ln"), fc("g", "dup")]}]
+        return msgs + [{"role": "user", "parts": [fr(n, "dup") for n in "fg"[:results]]}] * bool(results)
+    if provider == "openai-responses":
+        return [UQ, fcall("dup", "f", iid="fc_1"), fcall("dup", "g", iid="fc_2"),
+                *[out_("dup", f"r{k}") for k in range(results)]]
+    return [UI, step_fc("dup"), step_fc("dup", "g"),
+            *[step_fr("dup", f"r{k}", n) for k, n in zip(range(results), "fg")]]
+
+
+@pytest.mark.parametrize("provider", DIALECTS)
+def test_a_second_call_with_the_same_id_is_renamed_and_answered_on_its_own(provider):
+    """Two calls of one turn with one id: the second gets a new id and its own (inserted) result, both reported,
+    instead of one stored result silently answering both."""
+    msgs = same_id_twice(provider, 1)
+    out, report = repair(provider, msgs)
+    assert call_ids(provider, out) == ["dup", "dup_2"]
+    assert kinds(report) == ["assigned_id", "inserted_result"]
+    assert [a.call_id for a in report.actions] == ["dup_2", "dup_2"]
+    assert json.dumps(out).count(MISSING_RESULT_TEXT) == 1
+
+
+@pytest.mark.parametrize("provider", DIALECTS)
+def test_results_sharing_a_duplicated_id_answer_its_calls_in_order(provider):
+    """Two stored results with the id two calls of one turn share answer those calls in call order: the second
+    follows its call to the new id and nothing is invented."""
+    msgs = same_id_twice(provider, 2)
+    out, report = repair(provider, msgs)
+    assert call_ids(provider, out) == ["dup", "dup_2"]
+    assert kinds(report) == ["assigned_id"] + (["fixed_response_id"] if provider == "gemini" else [])
+    assert MISSING_RESULT_TEXT not in json.dumps(out)
+
+
+def test_anthropic_text_between_results_moved_after_them_is_reported():
+    """Anthropic: a text block between two tool_result blocks ends up after them, and the report says so."""
+    out, report = repair("anthropic", [ASST, {"role": "user", "content": [tool_result("toolu_a"), TEXT,
+                                                                          tool_result("toolu_b")]}])
+    assert out[1]["content"] == [tool_result("toolu_a"), tool_result("toolu_b"), TEXT]
+    assert kinds(report) == ["moved_content"]
+
+
+def test_gemini_text_between_responses_moved_after_them_is_reported():
+    """Gemini: a text part between two functionResponse parts ends up after them, and the report says so."""
+    text = {"text": "and then"}
+    out, report = repair("gemini", [HELLO, MODEL, {"role": "user", "parts": [fr("f", "g1"), text, fr("g", "g2")]}])
+    assert out[2]["parts"] == [fr("f", "g1"), fr("g", "g2"), text]
+    assert kinds(report) == ["moved_content"]
+
+
+# ==== property: over generated histories, every change is reported and a second pass is a no-op ==============
+_ARGS = {  # how each kind of arguments is stored: (a string-typed wire, an object-typed wire)
+    "ok": ('{"x":1}', {"x": 1}),
+    "malformed": ('{"x": ', '{"x": '),
+    "not_object": ("[1]", [1]),
+}
+
+
+def render(provider: str, entries: list[Any]) -> list[Any]:
+    """An abstract history in a dialect's native form. Entries: ``("user",)``; ``("model",)`` (model output
+    without calls: a lone Responses reasoning item, an Interactions thought step, text otherwise); ``("calls",
+    [(id or None, name, args kind), ...], extra)`` (extra: a signed Gemini call, a reasoning item or thought step
+    before the calls, a text block before Anthropic's tool_use blocks); ``("results", [("r", id or None, name)
+    or ("text",), ...], odd)`` (a result, or text between the results; odd: results in a form repair fixes, a Chat
+    content that is not text, a Gemini role ``tool`` and a response that is not an object)."""
+    out: list[Any] = []
+    for e in entries:
+        if e[0] == "user":
+            out.append(user(provider, "hi"))
+        elif e[0] == "model":
+            out.append(_render_model(provider, len(out)))
+        elif e[0] == "calls":
+            out.extend(_render_calls(provider, e[1], e[2], len(out)))
+        else:
+            out.extend(_render_results(provider, e[1], e[2] if len(e) > 2 else False))
+    return out
+
+
+def _render_model(provider: str, at: int) -> Any:
+    if provider == "openai-responses":
+        return {**RS, "id": f"rs_{at}"}
+    if provider == "gemini-interactions":
+        return THOUGHT
+    if provider == "gemini":
+        return {"role": "model", "parts": [{"text": "thinking aloud"}]}
+    return {"role": "assistant", "content": "thinking aloud"}
+
+
+def _arguments(kind: str, text: bool) -> dict[str, Any]:
+    return {} if kind == "missing" else {"v": _ARGS[kind][0 if text else 1]}
+
+
+def _render_calls(provider: str, calls: list[Any], extra: bool, at: int) -> list[Any]:
+    if provider == "openai-chat":
+        tcs = []
+        for cid, name, kind in calls:
+            fn = {"name": name, **({"arguments": v} if (v := _arguments(kind, True).get("v")) is not None else {})}
+            tcs.append({**({"id": cid} if cid else {}), "type": "function", "function": fn})
+        return [{"role": "assistant", "content": None, "tool_calls": tcs}]
+    if provider == "anthropic":
+        blocks = [{"type": "text", "text": "calling"}] if extra else []
+        for cid, name, kind in calls:
+            a = _arguments(kind, False)
+            blocks.append({"type": "tool_use", **({"id": cid} if cid else {}), "name": name,
+                           **({"input": a["v"]} if a else {})})
+        return [{"role": "assistant", "content": blocks}]
+    if provider == "gemini":
+        parts = []
+        for k, (cid, name, kind) in enumerate(calls):
+            a = _arguments(kind, False)
+            part: dict[str, Any] = {"functionCall": {**({"id": cid} if cid else {}), "name": name,
+                                                     **({"args": a["v"]} if a else {})}}
+            if extra and k == 0:
+                part["thoughtSignature"] = "c2ln"
+            parts.append(part)
+        return [{"role": "model", "parts": parts}]
+    items: list[Any] = []
+    if provider == "openai-responses":
+        if extra:
+            items.append({**RS, "id": f"rs_{at}"})
+        for k, (cid, name, kind) in enumerate(calls):
+            a = _arguments(kind, True)
+            items.append({"type": "function_call", "id": f"fc_{at}_{k}", **({"call_id": cid} if cid else {}),
+                          "name": name, **({"arguments": a["v"]} if a else {})})
+        return items
+    if extra:
+        items.append(THOUGHT)
+    for cid, name, kind in calls:
+        a = _arguments(kind, False)
+        items.append({"type": "function_call", **({"id": cid} if cid else {}), "name": name,
+                      **({"arguments": a["v"]} if a else {})})
+    return items
+
+
+def _render_results(provider: str, results: list[Any], odd: bool) -> list[Any]:
+    if provider == "anthropic":
+        return [{"role": "user", "content": [
+            tool_result(r[1] or "zz") if r[0] == "r" else {"type": "text", "text": "between"} for r in results]}]
+    if provider == "gemini":
+        return [{"role": "tool" if odd else "user", "parts": [
+            fr(r[2], r[1], "x" if odd else None) if r[0] == "r" else {"text": "between"} for r in results]}]
+    out = []
+    for r in results:
+        if r[0] == "text":
+            out.append(user(provider, "between"))
+        elif provider == "openai-chat":
+            out.append(tool(r[1] or "zz", {"t": 1} if odd else "ok"))
+        elif provider == "openai-responses":
+            out.append(out_(r[1] or "zz"))
+        else:
+            out.append(step_fr(r[1] or "zz", name=r[2]))
+    return out
+
+
+_IDS = st.sampled_from(["a", "b", "c", None])
+_NAMES = st.sampled_from(["f", "g"])
+
+
+@st.composite
+def histories(draw: Any, provider: str) -> list[Any]:
+    """Random user messages, call turns (ids missing, repeated in a turn or across turns; arguments valid,
+    malformed, not objects or missing) and result messages (for any id, in any order and place, with text
+    between them)."""
+    entry = st.one_of(
+        st.tuples(st.just("user")),
+        st.tuples(st.just("model")),
+        st.tuples(st.just("calls"), st.lists(st.tuples(_IDS, _NAMES, st.sampled_from(["ok", "ok", "malformed",
+                                                                                         "not_object", "missing"])),
+                                             min_size=1, max_size=3), st.booleans()),
+        st.tuples(st.just("results"), st.lists(st.one_of(st.tuples(st.just("r"), _IDS, _NAMES),
+                                                         st.tuples(st.just("text"))), min_size=1, max_size=4),
+                  st.booleans()))
+    return render(provider, draw(st.lists(entry, max_size=8)))
+
+
+@pytest.mark.parametrize("provider,echo_ids", [(p, True) for p in DIALECTS] + [("gemini", False)])
+@given(data=st.data())
+def test_every_change_is_reported_and_a_second_repair_is_a_no_op(provider, echo_ids, data):
+    """Over generated histories: the output differs from the input only with actions to say why, it is well
+    formed and encodable, and repairing it again changes and reports nothing."""
+    msgs = data.draw(histories(provider))
+    before = copy.deepcopy(msgs)
+    out, report = toolwire.repair_history(provider, msgs, echo_ids=echo_ids)
+    assert msgs == before
+    if out != msgs:
+        assert report.actions, "the history changed but the report is empty"
+    assert well_formed(provider, out, echo_ids) == []
+    msgspec.json.encode(out)
+    again, report2 = toolwire.repair_history(provider, out, echo_ids=echo_ids)
+    assert report2.actions == [] and again == out
+
+
+# ==== Gemini 3 thought signatures ==================================================================================
+def unsigned(*calls: dict[str, Any]) -> dict[str, Any]:
+    return {"role": "model", "parts": list(calls)}
+
+
+def test_gemini_unsigned_calls_of_the_current_turn_get_the_skip_sentinel():
+    """Every model content of the current turn whose calls lost their thoughtSignature gets the documented
+    sentinel on its first functionCall part (sequential steps included), reported as inserted_thought_signature."""
+    stored = [HELLO, unsigned(fc("f", "g1"), fc("g", "g2")), {"role": "user", "parts": [fr("f", "g1"), fr("g", "g2")]},
+              unsigned(fc("h", "g3")), {"role": "user", "parts": [fr("h", "g3")]}]
+    out, report = repair("gemini", stored)
+    assert out[1]["parts"][0] == {**fc("f", "g1"), "thoughtSignature": SKIP}
+    assert "thoughtSignature" not in out[1]["parts"][1]
+    assert out[3]["parts"][0] == {**fc("h", "g3"), "thoughtSignature": SKIP}
+    assert [(a.kind, a.position, a.call_id, a.name) for a in report.actions] == [
+        (R.INSERTED_THOUGHT_SIGNATURE, 1, "g1", "f"), (R.INSERTED_THOUGHT_SIGNATURE, 3, "g3", "h")]
+    for m in out:
+        check_sdk("gemini", m)
+
+
+def test_gemini_earlier_turns_and_existing_signatures_are_left_alone():
+    """Only the current turn is checked by Gemini 3, so earlier turns keep their parts; a real signature, also
+    one a stream left on a later part, is never replaced or doubled."""
+    late = {"text": "", "thoughtSignature": "bGF0ZQ=="}
+    stored = [HELLO, unsigned(fc("f", "g1")), {"role": "user", "parts": [fr("f", "g1")]},
+              {"role": "user", "parts": [{"text": "and now?"}]},
+              unsigned(fc("g", "g2", thoughtSignature="c2ln"), fc("g", "g3")),
+              {"role": "user", "parts": [fr("g", "g2"), fr("g", "g3")]},
+              unsigned(fc("h", "g4"), late), {"role": "user", "parts": [fr("h", "g4")]}]
+    out, report = repair("gemini", stored)
+    assert out == stored and report.actions == []
+
+
+def test_gemini_turn_boundary_is_read_after_the_results_are_placed():
+    """A text part that arrived with the results does not start a new turn: the model content before it is still
+    in the current turn and gets the sentinel."""
+    stored = [HELLO, unsigned(fc("f", "g1")), {"role": "user", "parts": [{"text": "here"}, fr("f", "g1")]}]
+    out, report = repair("gemini", stored)
+    assert out[1]["parts"][0]["thoughtSignature"] == SKIP
+    assert kinds(report) == ["moved_content", "inserted_thought_signature"]
+
+
+# ==== text that UTF-8 cannot encode ================================================================================
+def loaded_with_surrogates(provider: str) -> list[Any]:
+    """A stored conversation as ``json.loads`` gives it when the file holds ``\\ud800`` escapes: lone surrogates
+    in the user's text, a call's arguments and a result."""
+    msgs = conversation(provider)[:3] if provider in ("anthropic", "gemini") else conversation(provider)
+    text = json.dumps(msgs).replace("weather?", "weather\\ud800?").replace("Paris", "Par\\udc00is")
+    return json.loads(text)
+
+
+@pytest.mark.parametrize("provider", DIALECTS)
+def test_lone_surrogates_are_replaced_and_reported(provider):
+    """A history holding lone surrogates is repaired without raising: each message with some gets U+FFFD in their
+    place and a replaced_surrogates action; the output encodes as UTF-8, and a second pass changes nothing."""
+    msgs = loaded_with_surrogates(provider)
+    with pytest.raises(UnicodeEncodeError):
+        msgspec.json.encode(msgs)
+    out, report = repair(provider, msgs)
+    msgspec.json.encode(out)
+    assert "\ufffd" in json.dumps(out, ensure_ascii=False)
+    fixed = report.of("replaced_surrogates")
+    assert fixed and all(a.position is not None and a.detail for a in fixed)
+    assert {a.position for a in fixed} == {i for i, m in enumerate(msgs) if "\\ud" in json.dumps(m)}
+
+
+def test_a_valid_surrogate_pair_becomes_its_character():
+    """Two code points that form a valid pair (as some decoders leave them) are joined into the character."""
+    msgs = [{"role": "user", "content": "ok \ud83d\ude00"}]
+    out, report = repair("openai-chat", msgs)
+    assert out == [{"role": "user", "content": "ok \U0001f600"}]
+    assert kinds(report) == ["replaced_surrogates"]
+
+
+def with_surrogates(turn: toolwire.Turn) -> toolwire.Turn:
+    """The turn with lone surrogates in its assistant message and in its calls' raw arguments."""
+    message = json.loads(json.dumps(turn.assistant_message).replace("hei", "he\\ud800i"))
+    calls = [msgspec.structs.replace(c, raw_arguments=c.raw_arguments.replace("hei", "he\ud800i"))
+             if c.raw_arguments else c for c in turn.calls]
+    return msgspec.structs.replace(turn, assistant_message=message, calls=calls)
+
+
+@pytest.mark.parametrize("provider", DIALECTS)
+def test_encode_results_and_history_messages_make_lone_surrogates_encodable(provider):
+    """Results (text, objects, lists) and arguments holding lone surrogates are encoded with U+FFFD in their
+    place instead of raising, so the next request can be sent."""
+    turn = with_surrogates(TURNS[provider]())
+    contents = ["r\ud800", {"k\udc00": "v\ud800"}, ["\udfff"]]
+    results = [toolwire.ToolResult(call_id=c.call_id, local_id=c.local_id, name=c.name, content=v,
+                                   is_error=False, kind=K.OK) for c, v in zip(turn.calls, contents)]
+    encoded = toolwire.encode_results(turn, results)
+    history = toolwire.history_messages(turn, results)
+    for value in (encoded, history):
+        msgspec.json.encode(value)
+        assert "\ufffd" in json.dumps(value, ensure_ascii=False)
+    replayed = history[:len(history) - (len(encoded) if isinstance(encoded, list) else 1)]
+    assert "\ufffd" in json.dumps(replayed, ensure_ascii=False)  # the replayed arguments too
+
+
+# ==== the cap on calls =============================================================================================
+@pytest.mark.parametrize("provider", DIALECTS)
+def test_repair_refuses_a_history_with_more_calls_than_max_calls(provider):
+    """More calls than max_calls raise HistoryTooLargeError (a UsageError) naming the cap and where it was
+    passed; exactly max_calls is repaired."""
+    msgs = conversation(provider)  # six calls, in two turns
+    toolwire.repair_history(provider, msgs, max_calls=6)
+    with pytest.raises(toolwire.HistoryTooLargeError) as info:
+        toolwire.repair_history(provider, msgs, max_calls=5)
+    err = info.value
+    assert isinstance(err, toolwire.UsageError) and err.limit == 5
+    assert err.position == call_positions(provider, msgs)[5]
+    assert "max_calls" in str(err)
+
+
+def call_positions(provider: str, msgs: list[Any]) -> list[int]:
+    """For each call of a history, in order, the index of the message (or item, step) holding it."""
+    return [i for i, m in enumerate(msgs) for _ in call_ids(provider, [m])]
+
+
+def test_max_calls_defaults_to_a_hundred_thousand_and_none_lifts_it():
+    """The cap is 100,000 calls unless the caller passes another positive integer, or None for no cap."""
+    assert inspect.signature(toolwire.repair_history).parameters["max_calls"].default == 100_000
+    msgs = conversation("openai-chat")
+    assert toolwire.repair_history("openai-chat", msgs, max_calls=None)[0] == msgs
+    for bad in (0, -1, True, 2.5, "6"):
+        with pytest.raises(toolwire.UsageError):
+            toolwire.repair_history("openai-chat", msgs, max_calls=bad)
+
+
+# ==== the cost is linear in the size of the history ==============================================================
+def lines_run(fn: Any) -> int:
+    """How many lines of toolwire's own code ``fn()`` executes: a count that grows with the work done and, unlike
+    a timing, does not depend on the machine."""
+    root = os.path.dirname(toolwire.__file__)
+    count = 0
+
+    def local(frame: Any, event: str, arg: Any) -> Any:
+        nonlocal count
+        if event == "line":
+            count += 1
+        return local
+
+    def calls(frame: Any, event: str, arg: Any) -> Any:
+        return local if frame.f_code.co_filename.startswith(root) else None
+
+    old = sys.gettrace()
+    sys.settrace(calls)
+    try:
+        fn()
+    finally:
+        sys.settrace(old)
+    return count
+
+
+def shape(name: str, n: int) -> list[Any]:
+    """``wide``: one turn of ``n`` calls, results in reverse order; ``turns``: ``n`` turns reusing ``call_0``."""
+    if name == "wide":
+        return [("user",), ("calls", [(f"c{k}", "f", "ok") for k in range(n)], True),
+                ("results", [("r", f"c{k}", "f") for k in reversed(range(n))])]
+    return [("user",), ("calls", [("call_0", "f", "ok")], True), ("results", [("r", "call_0", "f")])] * n
+
+
+@pytest.mark.parametrize("name", ["wide", "turns"])
+@pytest.mark.parametrize("provider", DIALECTS)
+def test_repair_work_grows_linearly_with_the_history(provider, name):
+    """Four times the calls (in one turn, or in turns reusing one id) take at most five times the work, counted
+    in lines executed; pairing each result by scanning the calls would take about sixteen times."""
+    small, large = (render(provider, shape(name, n)) for n in (150, 600))
+    work = [lines_run(lambda m=m: toolwire.repair_history(provider, m)) for m in (small, large)]
+    assert work[1] <= 5 * work[0], work

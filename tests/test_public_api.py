@@ -42,6 +42,7 @@ PINNED_ALL = [
     # errors
     "ToolwireError",
     "UsageError",
+    "HistoryTooLargeError",
     "ProviderProtocolError",
     "FramingError",
     "InvalidTransition",
@@ -139,7 +140,8 @@ def test_public_classes_and_functions_are_exported():
 def test_public_exceptions_found():
     """The exception set checked below is the documented one (guards against an empty parametrization)."""
     assert {exc.__name__ for exc in PUBLIC_EXCEPTIONS} == {
-        "ToolwireError", "UsageError", "ProviderProtocolError", "FramingError", "InvalidTransition",
+        "ToolwireError", "UsageError", "HistoryTooLargeError", "ProviderProtocolError", "FramingError",
+        "InvalidTransition",
         "ToolDeclarationError", "ToolNameError", "DuplicateToolError", "ApprovalError", "LedgerError",
         "DeclarationLimitError", "ToolChoiceError", "StrictSchemaError", "SchemaConversionError",
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import copy
 import http.client
 import json
@@ -331,6 +332,57 @@ def test_gemini_calls_without_ids_pair_by_order() -> None:
         conv.add_results([lookup(c) for c in turn.calls])
         _, answer = send(url, conv)
     assert answer.text == "You are 170 cm tall and weigh 70 kg."
+
+
+def _unsigned_follow_up(sv: Served) -> tuple[str, dict[str, Any]]:
+    """A Gemini follow-up (both calls answered) whose model content lost its thoughtSignature, as an application
+    that stores only the canonical calls replays it."""
+    conv, turn = first_turn(sv, "gemini")
+    conv.add_results([lookup(c) for c in turn.calls])
+    path, body = conv.request()
+    for part in body["contents"][1]["parts"]:
+        part.pop("thoughtSignature", None)
+    return path, body
+
+
+@pytest.mark.parametrize("model", ["gemini-3-flash-preview", "gemini-3.1-pro-preview", "gemini-sim"])
+def test_gemini_3_refuses_a_call_turn_without_its_thought_signature(sv: Served, model: str) -> None:
+    """Gemini 3 (and the simulator's own model) answers 400 to a current-turn call without a thought signature."""
+    path, body = _unsigned_follow_up(sv)
+    resp = post(sv.url, path.replace("gemini-sim", model), body, AUTH["gemini"])
+    assert resp.status == 400
+    assert "Function call is missing a thought_signature" in error_message("gemini", 400, resp.json())
+
+
+@pytest.mark.parametrize("model", ["gemini-2.5-flash", "gemini-2.0-flash", "gemini-3-pro-image-preview"])
+def test_older_and_image_gemini_models_accept_a_call_turn_without_signature(sv: Served, model: str) -> None:
+    """Gemini 2.x and the image models do not enforce thought signatures, as the real API does not."""
+    path, body = _unsigned_follow_up(sv)
+    resp = post(sv.url, path.replace("gemini-sim", model), body, AUTH["gemini"])
+    assert resp.status == 200, resp.body[:300]
+
+
+@pytest.mark.parametrize("encoding", ["text", "base64"])
+def test_gemini_3_accepts_the_documented_skip_signature(sv: Served, encoding: str) -> None:
+    """The ``skip_thought_signature_validator`` sentinel (as JSON text, or base64 of its bytes as the python SDK
+    sends it) passes the check in place of the lost signature."""
+    path, body = _unsigned_follow_up(sv)
+    sentinel = "skip_thought_signature_validator"
+    if encoding == "base64":
+        sentinel = base64.b64encode(sentinel.encode()).decode()
+    body["contents"][1]["parts"][0]["thoughtSignature"] = sentinel
+    resp = post(sv.url, path.replace("gemini-sim", "gemini-3-flash-preview"), body, AUTH["gemini"])
+    assert resp.status == 200, resp.body[:300]
+    assert toolwire.parse("gemini", resp.body).text == "You are 170 cm tall and weigh 70 kg."
+
+
+def test_repaired_unsigned_history_is_accepted_by_gemini_3(sv: Served) -> None:
+    """repair_history puts the sentinel where the signature was lost, and Gemini 3 accepts the history."""
+    path, body = _unsigned_follow_up(sv)
+    body["contents"], report = toolwire.repair_history("gemini", body["contents"])
+    assert [a.kind.value for a in report.actions] == ["inserted_thought_signature"]
+    resp = post(sv.url, path.replace("gemini-sim", "gemini-3-flash-preview"), body, AUTH["gemini"])
+    assert resp.status == 200, resp.body[:300]
 
 
 def test_argument_fragments_cut_json_tokens(sv: Served) -> None:

@@ -20,7 +20,14 @@ from .codecs.declare import (
     ToolSpec,
     declare,
 )
-from .errors import FramingError, InvalidTransition, ProviderProtocolError, ToolwireError, UsageError
+from .errors import (
+    FramingError,
+    HistoryTooLargeError,
+    InvalidTransition,
+    ProviderProtocolError,
+    ToolwireError,
+    UsageError,
+)
 from .parser import StreamParser, parse
 from .history import (
     RepairAction,
@@ -116,6 +123,7 @@ __all__ = [
     # errors
     "ToolwireError",
     "UsageError",
+    "HistoryTooLargeError",
     "ProviderProtocolError",
     "FramingError",
     "InvalidTransition",

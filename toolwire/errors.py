@@ -3,6 +3,8 @@
 ``ToolwireError`` is the root. Beneath it:
 
 * ``UsageError``: the application called the API wrongly (an unknown provider, feeding a closed parser).
+  ``HistoryTooLargeError`` is the case of a stored history holding more calls than ``repair_history`` is
+  allowed to take (``max_calls``).
 * ``ProviderProtocolError``: bytes from the provider that cannot be understood. ``FramingError`` is the
   framing-level case (an oversized message, a body that is not JSON). Each carries ``provider`` and an
   ``excerpt`` of the offending input.
@@ -18,6 +20,7 @@ from __future__ import annotations
 __all__ = [
     "ToolwireError",
     "UsageError",
+    "HistoryTooLargeError",
     "ProviderProtocolError",
     "FramingError",
     "InvalidTransition",
@@ -43,6 +46,21 @@ class ToolwireError(Exception):
 
 class UsageError(ToolwireError, ValueError):
     """The API was called wrongly: an unknown provider or format, a parser used after ``close()``."""
+
+
+class HistoryTooLargeError(UsageError):
+    """A history handed to ``repair_history`` holds more calls than its ``max_calls`` cap.
+
+    Repair copies the history and indexes every call, so its time and memory grow with the history: the cap
+    bounds both for a history that comes from storage or from a client rather than from this process. A
+    ``UsageError``, since the caller chooses what to pass and the cap. Attributes: ``limit`` (the cap),
+    ``position`` (the index of the message holding the first call over it).
+    """
+
+    def __init__(self, message: str, *, limit: int, position: int | None) -> None:
+        super().__init__(message)
+        self.limit = limit
+        self.position = position
 
 
 class ProviderProtocolError(ToolwireError):

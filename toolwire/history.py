@@ -19,6 +19,11 @@ string for OpenAI ``arguments``, an object for Anthropic ``input``, Gemini ``arg
 Calls without the id a provider requires (a Chat server that sent none) are answered under a synthetic id made
 of the response id and the call's ``local_id``; the replayed call carries the same id. ``echo_ids`` matters only
 for Gemini: False leaves ``functionResponse.id`` out (endpoints that reject it, such as Vertex Express).
+
+Text that UTF-8 cannot encode (surrogate code points, which ``json.loads`` makes from ``"\\ud800"``) would make
+the next request impossible to send: what these functions return never holds any. ``encode_results`` and
+``history_messages`` replace a lone surrogate by U+FFFD (and join a valid pair) in what they build;
+``repair_history`` does the same and reports it (``REPLACED_SURROGATES``).
 """
 
 from __future__ import annotations
@@ -29,13 +34,13 @@ from typing import Any
 import msgspec
 
 from .codecs.results import DIALECTS, RepairAction, RepairKind, RepairReport, missing_result
-from .codecs.results._common import Pair
+from .codecs.results._common import DEFAULT_MAX_CALLS, Actions, CallCounter, Pair, clean_copy
 from .errors import UsageError
 from .registry.result import ToolResult
 from .types import Turn
 
 __all__ = ["encode_results", "history_messages", "repair_history", "remap_call_ids", "CALL_ID_RULES", "RepairReport",
-           "RepairAction", "RepairKind"]
+           "RepairAction", "RepairKind", "DEFAULT_MAX_CALLS"]
 
 
 def _dialect(provider: str) -> Any:
@@ -113,7 +118,7 @@ def encode_results(turn: Turn, results: Iterable[ToolResult], *, echo_ids: bool 
     pairs = _pairs(turn, by_local)
     if not pairs:
         raise UsageError("the turn has no call to answer")
-    return mod.encode(turn, pairs, echo_ids=echo_ids)
+    return clean_copy(mod.encode(turn, pairs, echo_ids=echo_ids))[0]
 
 
 def history_messages(turn: Turn, results: Iterable[ToolResult], *, echo_ids: bool = True) -> list[Any]:
@@ -136,11 +141,11 @@ def history_messages(turn: Turn, results: Iterable[ToolResult], *, echo_ids: boo
     if pairs:
         encoded = mod.encode(turn, pairs, echo_ids=echo_ids)
         out.extend(encoded if isinstance(encoded, list) else [encoded])
-    return out
+    return clean_copy(out)[0]
 
 
-def repair_history(provider: str, messages: Iterable[Any], *, echo_ids: bool = True
-                   ) -> tuple[list[Any], RepairReport]:
+def repair_history(provider: str, messages: Iterable[Any], *, echo_ids: bool = True,
+                   max_calls: int | None = DEFAULT_MAX_CALLS) -> tuple[list[Any], RepairReport]:
     """A copy of a stored conversation (the provider's native request ``messages`` / ``contents`` / ``input``
     list) in which every call has exactly one result in the provider's required order, and a report of what
     changed (``RepairReport.actions``: typed ``RepairAction`` records). The input is not modified.
@@ -148,18 +153,39 @@ def repair_history(provider: str, messages: Iterable[Any], *, echo_ids: bool = T
     Chat: one ``tool`` message per ``tool_calls`` id right after its assistant message. Anthropic: the user
     message after an assistant message with ``tool_use`` blocks starts with all its ``tool_result`` blocks.
     Gemini: the content after a model content with ``functionCall`` parts has one ``functionResponse`` per
-    call (``id`` exactly when the call had one and ``echo_ids``; ``response`` an object). Responses: every call
-    item has one output item after its turn, and reasoning items stay right before the item they precede.
+    call (``id`` exactly when the call had one and ``echo_ids``; ``response`` an object), and in the current
+    turn a model content whose calls carry no ``thoughtSignature`` gets the documented
+    ``skip_thought_signature_validator`` on its first call (Gemini 3 refuses it otherwise). Responses: every
+    call item has one output item after its turn, and reasoning items stay right before the item they precede.
     Interactions (a list of steps): every ``function_call`` has one ``function_result``. Missing results are
     inserted as errors ("no result was recorded for this call"), duplicates and orphans dropped, misplaced ones
-    moved, malformed arguments replaced by the accepted form.
+    moved, malformed arguments replaced by the accepted form, a call repeating another call's id in its turn
+    renamed, text UTF-8 cannot encode made encodable.
 
-    Raises ``UsageError`` for an unknown provider or when ``messages`` is not a list of messages.
+    Every difference between the input and the output is reported, and repairing the output again changes and
+    reports nothing. The cost is linear in the size of the history; ``max_calls`` (default
+    ``DEFAULT_MAX_CALLS``, 100,000; None for no cap) bounds it for a history from storage or a client.
+
+    Raises ``UsageError`` for an unknown provider, when ``messages`` is not a list of messages or ``max_calls``
+    is not a positive integer or None, and ``HistoryTooLargeError`` (a ``UsageError``) when the history holds
+    more than ``max_calls`` calls.
     """
     mod = _dialect(provider)
     if isinstance(messages, (str, bytes, dict)):
         raise UsageError("messages must be a list of the provider's messages")
-    repaired, actions = mod.repair(list(messages), echo_ids=echo_ids)
+    if max_calls is not None and (isinstance(max_calls, bool) or not isinstance(max_calls, int) or max_calls < 1):
+        raise UsageError(f"max_calls must be a positive integer or None, got {max_calls!r}")
+    actions = Actions()
+    copied: list[Any] = []
+    for i, message in enumerate(messages):
+        message, fixed = clean_copy(message)
+        if fixed:
+            actions.add(RepairKind.REPLACED_SURROGATES, i,
+                        detail=f"{fixed} surrogate code point(s), which UTF-8 cannot encode, were replaced: a "
+                               f"valid pair by its character, a lone one by U+FFFD")
+        copied.append(message)
+    repaired, found = mod.repair(copied, echo_ids=echo_ids, counter=CallCounter(max_calls))
+    actions.extend(found)
     return repaired, RepairReport(provider=provider, actions=list(actions))
 
 

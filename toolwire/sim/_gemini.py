@@ -3,9 +3,12 @@
 ``?alt=sse`` streams ``data:`` lines separated by ``\\r\\n\\r\\n``; without it the body is one JSON array whose
 (indented) elements arrive progressively. Calls arrive whole, one per chunk; the first functionCall part of a
 response carries a ``thoughtSignature`` (signed over the function name). Replay rules checked (D3, D6): in the
-current turn (after the latest user text) the first functionCall part of every model content must carry its
-signature on that exact part; each function call turn is followed by one functionResponse per call, ``id``
-matching when the calls had ids, ``response`` an object; roles are ``user`` / ``model`` only."""
+current turn (after the latest user text) every signature must be one this server issued, on its exact part, or
+the documented ``skip_thought_signature_validator``, and on Gemini 3 and later model names (and the simulator's
+own, such as ``gemini-sim``) the first functionCall part of every model content must carry one, as the real API
+requires; a Gemini 1.x or 2.x name, or an image model, accepts a call without one. Each function call turn is
+followed by one functionResponse per call, ``id`` matching when the calls had ids, ``response`` an object; roles
+are ``user`` / ``model`` only."""
 
 from __future__ import annotations
 
@@ -17,9 +20,15 @@ from typing import Any
 from ._base import STATUS_TEXT, Dialect, Ev, Request, partial_text
 from ._core import ApiError, Call, Conversation, Fault, Reply, Result, dumps, text_fragments
 
-__all__ = ["Gemini", "google_error", "google_status_body", "google_authorized", "GOOGLE_NO_KEY", "SIG_PREFIX"]
+__all__ = ["Gemini", "google_error", "google_status_body", "google_authorized", "GOOGLE_NO_KEY", "SIG_PREFIX",
+           "SKIP_SIGNATURES", "requires_signatures"]
 
 SIG_PREFIX = b"\x0a\xa6\x01"  # real signatures start "CqYB…"
+#: The documented value that skips the signature check, as sent by a client that writes JSON (the string
+#: itself) and by one that sends it as bytes (the python SDK base64-encodes them).
+SKIP_SIGNATURES = frozenset({"skip_thought_signature_validator",
+                             base64.b64encode(b"skip_thought_signature_validator").decode()})
+_VERSION = re.compile(r"gemini-(\d+)")
 _ROUTE = re.compile(r"^/(v1beta|v1)/models/([^/:]+):(generateContent|streamGenerateContent)$")
 GOOGLE_NO_KEY = ("Method doesn't allow unregistered callers (callers without established identity). Please use API "
                  "Key or other form of API consumer identity to call this API.")
@@ -78,6 +87,16 @@ def google_authorized(req: Request) -> bool:
 
 def _get(d: dict[str, Any], camel: str, snake: str) -> Any:
     return d[camel] if camel in d else d.get(snake)
+
+
+def requires_signatures(model: str) -> bool:
+    """Whether a model refuses a replayed function call turn without its thought signature: Gemini 3 and later
+    do (WIRE.md D3); 1.x and 2.x models, and image models, do not. A name without a version (the simulator's
+    own ``gemini-sim``) behaves like the newest models, so a dropped signature is caught by default."""
+    m = _VERSION.search(model.lower())
+    if m is None:
+        return True
+    return int(m.group(1)) >= 3 and "image" not in model.lower()
 
 
 def _b64_ok(sig: Any) -> bool:
@@ -219,16 +238,17 @@ class Gemini(Dialect):
         for i, c in enumerate(contents):
             if c.get("role", "user") == "user" and kinds[i] == "text":
                 cur = i
+        enforce = requires_signatures(req.model)
         for i in range(cur + 1, len(contents)):
             c = contents[i]
             for k, p in enumerate(c["parts"]):
                 sig = _get(p, "thoughtSignature", "thought_signature")
                 fc = _get(p, "functionCall", "function_call")
-                if sig is not None and c.get("role") == "model":
+                if sig is not None and c.get("role") == "model" and sig not in SKIP_SIGNATURES:
                     bound = fc.get("name", "") if isinstance(fc, dict) else ""
                     if req.sim.signer.verify(sig, bound, prefix=SIG_PREFIX) is not True:
                         raise ApiError(400, "Corrupted thought signature.")
-            if kinds[i] == "calls":
+            if kinds[i] == "calls" and enforce:
                 first = next(p for p in c["parts"] if _get(p, "functionCall", "function_call") is not None)
                 if _get(first, "thoughtSignature", "thought_signature") is None:
                     name = _get(first, "functionCall", "function_call")["name"]

@@ -3,9 +3,10 @@ assistant message in a form the provider accepts, and the repair of a stored his
 
 Each dialect module provides ``encode(turn, pairs, echo_ids=)`` (the result message(s) for ``(call, result)``
 pairs in call order), ``replay(turn, calls)`` (the assistant message(s) to append) and ``repair(messages,
-echo_ids=)`` (the repaired history and the ``RepairAction`` records). The public entry points are in
-``toolwire.history``, which hands ``encode`` and ``replay`` a turn of one choice: the calls and assistant
-message of the choice being answered.
+echo_ids=, counter=)`` (the repaired history and the ``RepairAction`` records, from a copy of the history that it
+may edit, counting calls on ``counter``). The public entry points are in ``toolwire.history``, which hands
+``encode`` and ``replay`` a turn of one choice (the calls and assistant message of the choice being answered)
+and ``repair`` a copy already made encodable.
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ a result with no call before it is an orphan and is dropped (kept in place when 
 that may reference calls it does not hold).
 
 A result belongs to the nearest group *before it* (or the one it sits inside) that holds a call with its id, so
-providers that reuse ids across turns (``call_0`` every turn) pair correctly.
+providers that reuse ids across turns (``call_0`` every turn) pair correctly. Pairing is a binary search per
+result (``Pairing``) and every other step one pass, so the cost is linear in the size of the history.
 """
 
 from __future__ import annotations
@@ -17,21 +18,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ._common import Actions, RepairKind
+from ._common import Actions, CallRef, Pairing, RepairKind
 
 __all__ = ["CallRef", "Group", "place_results"]
-
-
-class CallRef:
-    """One call in a stored history: its id, name, the entry that holds it, and its wire type."""
-
-    __slots__ = ("id", "name", "position", "type")
-
-    def __init__(self, id: str, name: str | None, position: int, type: str = "") -> None:
-        self.id = id
-        self.name = name
-        self.position = position
-        self.type = type
 
 
 class Group:
@@ -46,16 +35,15 @@ class Group:
 
 
 def place_results(items: list[Any], groups: list[Group], result_id: Callable[[Any], str | None],
-                  make_missing: Callable[[CallRef], Any], actions: Actions, *, drop: set[int] | None = None,
+                  make_missing: Callable[[CallRef], Any], actions: Actions, *,
+                  set_result_id: Callable[[Any, str], None] | None = None, drop: set[int] | None = None,
                   keep_unknown: bool = False) -> list[Any]:
     """The repaired list (see the module docstring). ``drop``: positions the dialect removes for its own
-    reasons (recorded by it)."""
+    reasons (recorded by it). ``set_result_id``: how to point a result at a call the dialect renamed."""
     drop = drop or set()
-    owners: dict[str, list[tuple[int, int, CallRef]]] = {}
+    pairing = Pairing()
     for gi, g in enumerate(groups):
-        for ci, c in enumerate(g.calls):
-            owners.setdefault(c.id, []).append((gi, ci, c))
-    kept: dict[tuple[int, int], int] = {}
+        pairing.add(gi, g.start, g.calls)
     is_result: set[int] = set()
     keep_in_place: set[int] = set()
     for i, item in enumerate(items):
@@ -65,26 +53,23 @@ def place_results(items: list[Any], groups: list[Group], result_id: Callable[[An
         if rid is None:
             continue
         is_result.add(i)
-        # a call before the result, or one of the turn the result sits inside (a result misplaced before its
-        # call, between a reasoning item and its function_call)
-        cands = [o for o in owners.get(rid, ())
-                 if o[2].position < i or groups[o[0]].start <= i <= groups[o[0]].anchor]
-        if not cands:
-            if keep_unknown and rid not in owners:
+        found = pairing.claim(rid, i)
+        if found is None:
+            if keep_unknown and not pairing.known(rid):
                 keep_in_place.add(i)
                 continue
-            actions.add(RepairKind.DROPPED_ORPHAN, i, rid,
-                        detail="a result for no call before it was dropped")
+            actions.add(RepairKind.DROPPED_ORPHAN, i, rid, detail="a result for no call before it was dropped")
             continue
-        gi, ci, call = max(cands, key=lambda o: (groups[o[0]].start, o[2].position))
-        if (gi, ci) in kept:
-            actions.add(RepairKind.DROPPED_DUPLICATE, i, rid, call.name,
-                        detail=f"a second result for the call was dropped (the one at {kept[gi, ci]} is kept)")
+        _, call, last = found
+        if call is None:
+            actions.add(RepairKind.DROPPED_DUPLICATE, i, last.id, last.name,
+                        detail=f"a second result for the call was dropped (the one at {last.result_at} is kept)")
             continue
-        kept[gi, ci] = i
-    by_anchor: dict[int, int] = {g.anchor: gi for gi, g in enumerate(groups)}
-    # where each group's results already were: the results right after its anchor
-    for gi, g in enumerate(groups):
+        call.result, call.result_at = item, i
+    by_anchor: dict[int, Group] = {g.anchor: g for g in groups}
+    # where each group's results already were: the results right after its anchor (runs of different groups
+    # never overlap, since an anchor is not a result: one pass over the history in all)
+    for g in groups:
         run: list[int] = []
         j = g.anchor + 1
         while j < len(items) and (j in is_result or j in drop):
@@ -93,14 +78,13 @@ def place_results(items: list[Any], groups: list[Group], result_id: Callable[[An
             j += 1
         run_set = set(run)
         in_run = []
-        for ci, c in enumerate(g.calls):
-            pos = kept.get((gi, ci))
-            if pos is None:
+        for c in g.calls:
+            if c.result_at is None:
                 continue
-            if pos in run_set:
-                in_run.append(pos)
+            if c.result_at in run_set:
+                in_run.append(c.result_at)
             else:
-                actions.add(RepairKind.MOVED_RESULT, pos, c.id, c.name,
+                actions.add(RepairKind.MOVED_RESULT, c.result_at, c.id, c.name,
                             detail=f"moved to follow its call (at {c.position})")
         if in_run != sorted(in_run):
             actions.add(RepairKind.REORDERED_RESULTS, g.anchor, None,
@@ -110,13 +94,14 @@ def place_results(items: list[Any], groups: list[Group], result_id: Callable[[An
         if i in drop or (i in is_result and i not in keep_in_place):
             continue
         out.append(item)
-        gi = by_anchor.get(i)
-        if gi is None:
+        g = by_anchor.get(i)
+        if g is None:
             continue
-        for ci, c in enumerate(groups[gi].calls):
-            pos = kept.get((gi, ci))
-            if pos is not None:
-                out.append(items[pos])
+        for c in g.calls:
+            if c.result_at is not None:
+                if c.id != c.match and set_result_id is not None:
+                    set_result_id(c.result, c.id)
+                out.append(c.result)
             else:
                 actions.add(RepairKind.INSERTED_RESULT, c.position, c.id, c.name,
                             detail="no result was recorded for this call: an error result was inserted")

@@ -19,7 +19,11 @@ from ...types import ToolCall, Turn
 from ._common import (
     MISSING_RESULT_TEXT,
     Actions,
+    CallCounter,
+    CallRef,
+    IdRenamer,
     Pair,
+    Pairing,
     RepairKind,
     call_arguments,
     deep_copy,
@@ -85,12 +89,20 @@ def _is_result(block: Any) -> bool:
     return isinstance(block, dict) and block.get("type") == "tool_result"
 
 
-def repair(messages: list[Any], *, echo_ids: bool = True) -> tuple[list[Any], Actions]:
-    """See the module docstring."""
-    msgs = deep_copy(list(messages))
+def _all_ids(msgs: list[Any]) -> Any:
+    for msg in msgs:
+        for block in _blocks(msg) or ():
+            if isinstance(block, dict):
+                yield block.get("id") if block.get("type") == "tool_use" else block.get("tool_use_id")
+
+
+def repair(msgs: list[Any], *, echo_ids: bool = True, counter: CallCounter) -> tuple[list[Any], Actions]:
+    """See the module docstring. ``msgs`` is the repair's own copy."""
     actions = Actions()
+    renamer = IdRenamer(lambda: _all_ids(msgs))
+    pairing = Pairing()
     # the calls of each assistant message, in order
-    groups: dict[int, list[tuple[str, str | None]]] = {}
+    groups: dict[int, list[CallRef]] = {}
     for i, msg in enumerate(msgs):
         if not isinstance(msg, dict) or msg.get("role") != "assistant":
             continue
@@ -98,27 +110,33 @@ def repair(messages: list[Any], *, echo_ids: bool = True) -> tuple[list[Any], Ac
         if not blocks:
             continue
         calls = []
+        seen: set[str] = set()
         for k, block in enumerate(blocks):
             if not isinstance(block, dict) or block.get("type") != "tool_use":
                 continue
+            counter.add(i)
+            match = None
             if not isinstance(block.get("id"), str) or not block["id"]:
                 block["id"] = f"tw_toolu_{i}_{k}"
                 actions.add(RepairKind.ASSIGNED_ID, i, block["id"], block.get("name"),
                             detail="a tool_use block without an id got one")
+            elif block["id"] in seen:
+                match, block["id"] = block["id"], renamer.new(block["id"])
+                actions.add(RepairKind.ASSIGNED_ID, i, block["id"], block.get("name"),
+                            detail=f"a second tool_use block with id {match!r} in one message got a new id (the "
+                                   f"next tool_result with that id, if any, answers it under the new one)")
+            seen.add(block["id"])
             fixed, changed = object_arguments(block.get("input"))
             if changed or "input" not in block:
                 block["input"] = fixed
                 actions.add(RepairKind.REPLACED_ARGUMENTS, i, block["id"], block.get("name"),
                             detail="input that was not an object was replaced (PITFALL 21)")
-            calls.append((block["id"], block.get("name")))
+            calls.append(CallRef(block["id"], block.get("name"), i, match=match))
         if calls:
             groups[i] = calls
-    owners: dict[str, list[int]] = {}
-    for gi, calls in groups.items():
-        for cid, _ in calls:
-            owners.setdefault(cid, []).append(gi)
-    # every tool_result block: to its group (the nearest assistant before it with that id), or dropped
-    kept: dict[tuple[int, str], tuple[int, dict[str, Any]]] = {}
+            pairing.add(i, i, calls)
+    # every tool_result block: to its call (the nearest tool_use before it with that id), or dropped
+    holds_kept: set[int] = set()  # messages holding a result that is kept
     for i, msg in enumerate(msgs):
         if not isinstance(msg, dict) or msg.get("role") != "user":
             continue
@@ -126,62 +144,67 @@ def repair(messages: list[Any], *, echo_ids: bool = True) -> tuple[list[Any], Ac
             if not _is_result(block):
                 continue
             tid = block.get("tool_use_id")
-            cands = [g for g in owners.get(tid, ()) if g < i] if isinstance(tid, str) else []
-            if not cands:
+            found = pairing.claim(tid, i) if isinstance(tid, str) else None
+            if found is None:
                 actions.add(RepairKind.DROPPED_ORPHAN, i, tid if isinstance(tid, str) else None,
                             detail="a tool_result for no tool_use before it was dropped")
                 continue
-            g = max(cands)
-            if (g, tid) in kept:
-                actions.add(RepairKind.DROPPED_DUPLICATE, i, tid,
+            _, call, last = found
+            if call is None:
+                actions.add(RepairKind.DROPPED_DUPLICATE, i, last.id, last.name,
                             detail=f"a second tool_result for the call was dropped (the one in message "
-                                   f"{kept[g, tid][0]} is kept)")
+                                   f"{last.result_at} is kept)")
                 continue
-            kept[g, tid] = (i, block)
+            call.result, call.result_at = block, i
+            holds_kept.add(i)
     out: list[Any] = []
     consumed: set[int] = set()
     for i, msg in enumerate(msgs):
         if i in consumed:
             continue
-        if i in groups:
+        calls = groups.get(i)
+        if calls is not None:
             out.append(msg)
             results = []
-            for cid, name in groups[i]:
-                found = kept.get((i, cid))
-                if found is None:
-                    actions.add(RepairKind.INSERTED_RESULT, i, cid, name,
+            here: dict[int, int] = {}  # id() of a result block already in the next message -> its call's index
+            for k, c in enumerate(calls):
+                if c.result is None:
+                    actions.add(RepairKind.INSERTED_RESULT, i, c.id, c.name,
                                 detail="no tool_result was recorded for this call: an error result was inserted")
-                    results.append(tool_result(cid, MISSING_RESULT_TEXT, True))
+                    results.append(tool_result(c.id, MISSING_RESULT_TEXT, True))
                     continue
-                pos, block = found
-                if pos != i + 1:
-                    actions.add(RepairKind.MOVED_RESULT, pos, cid, name,
+                if c.result_at != i + 1:
+                    actions.add(RepairKind.MOVED_RESULT, c.result_at, c.id, c.name,
                                 detail=f"moved into the message right after its tool_use (message {i})")
-                results.append(block)
-            rest: list[Any] = []
+                else:
+                    here[id(c.result)] = k
+                if c.id != c.match:
+                    c.result["tool_use_id"] = c.id
+                results.append(c.result)
             nxt = msgs[i + 1] if i + 1 < len(msgs) else None
             if isinstance(nxt, dict) and nxt.get("role") == "user":
                 consumed.add(i + 1)
                 content = nxt.get("content")
+                rest: list[Any] = []
                 if isinstance(content, str):
                     if content:
                         rest.append({"type": "text", "text": content})
-                else:
-                    blocks = content if isinstance(content, list) else []
-                    seen_result = False
+                elif isinstance(content, list):
                     order = []
-                    for block in blocks:
+                    first_other = last_kept = None
+                    for at, block in enumerate(content):
                         if _is_result(block):
-                            seen_result = True
-                            for k, r in enumerate(results):
-                                if r is block:
-                                    order.append(k)
+                            k = here.get(id(block))
+                            if k is not None:
+                                order.append(k)
+                                last_kept = at
                             continue
-                        if not seen_result and any(_is_result(b) for b in blocks):
-                            actions.add(RepairKind.MOVED_CONTENT, i + 1,
-                                        detail="content before the tool_result blocks was moved after them")
-                            seen_result = True  # one action per message
+                        if first_other is None:
+                            first_other = at
                         rest.append(block)
+                    if first_other is not None and last_kept is not None and first_other < last_kept:
+                        actions.add(RepairKind.MOVED_CONTENT, i + 1,
+                                    detail="content before or between the tool_result blocks was moved after them")
                     if order != sorted(order):
                         actions.add(RepairKind.REORDERED_RESULTS, i + 1,
                                     detail="the tool_result blocks were put in call order")
@@ -196,7 +219,7 @@ def repair(messages: list[Any], *, echo_ids: bool = True) -> tuple[list[Any], Ac
                 and any(_is_result(b) for b in blocks):
             remaining = [b for b in blocks if not _is_result(b)]
             if not remaining:
-                if any(pos == i for pos, _ in kept.values()):
+                if i in holds_kept:
                     actions.add(RepairKind.MERGED_MESSAGES, i,
                                 detail="its tool_result blocks were merged into the result message of their turn")
                 continue  # nothing left

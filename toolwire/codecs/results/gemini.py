@@ -11,18 +11,22 @@ stays on its exact part); a ``functionCall`` whose ``args`` is not an object get
 ``{"_invalid_arguments": "<raw text>"}`` (PITFALL 21).
 
 Repair reads REST camelCase (``functionCall``, ``functionResponse``, ``thoughtSignature``) and the python SDK's
-snake_case (``function_call``, ``function_response``) and writes new parts in the style of the call's part.
-Responses pair with calls by id, and by name in order for calls without one.
+snake_case (``function_call``, ``function_response``, ``thought_signature``) and writes new parts and fields in
+the style of the call's part. Responses pair with calls by id, and by name in order for calls without one. In
+the current turn, a model content whose calls lost their thought signature gets ``SKIP_SIGNATURE`` (D3).
 """
 
 from __future__ import annotations
 
+import bisect
 from typing import Any
 
 from ...types import ToolCall, Turn
 from ._common import (
     MISSING_RESULT_TEXT,
     Actions,
+    CallCounter,
+    IdRenamer,
     Pair,
     RepairKind,
     as_json_value,
@@ -32,7 +36,7 @@ from ._common import (
     object_arguments,
 )
 
-__all__ = ["PROVIDER", "encode", "replay", "repair", "function_response"]
+__all__ = ["PROVIDER", "SKIP_SIGNATURE", "encode", "replay", "repair", "function_response"]
 
 PROVIDER = "gemini"
 
@@ -99,14 +103,89 @@ def replay(turn: Turn, calls: list[ToolCall]) -> list[dict[str, Any]]:
 
 
 # ---- history repair -----------------------------------------------------------------------------------------
-class _Call:
-    __slots__ = ("id", "name", "snake", "answered")
+#: The value Google documents for a ``thoughtSignature`` the client does not have (a call replayed from storage
+#: that kept only the canonical call, another model's turn, a hand-built history): Gemini 3 then skips the
+#: signature check instead of refusing the request (ai.google.dev/gemini-api/docs/thought-signatures; the
+#: check itself is WIRE.md D3).
+SKIP_SIGNATURE = "skip_thought_signature_validator"
 
-    def __init__(self, id: str | None, name: str | None, snake: bool) -> None:
+
+class _Call:
+    __slots__ = ("id", "match", "name", "key", "snake", "answered")
+
+    def __init__(self, id: str | None, name: Any, snake: bool, match: str | None) -> None:
         self.id = id
+        self.match = match  # the id its stored responses carry (differs from ``id`` only for a renamed call)
         self.name = name
+        self.key = _name_key(name)
         self.snake = snake
         self.answered: tuple[int, dict[str, Any]] | None = None
+
+
+def _name_key(name: Any) -> Any:
+    """A hashable stand-in for a name (a malformed history may hold any JSON value there)."""
+    return name if name is None or isinstance(name, str) else ("json", repr(name))
+
+
+class _Index:
+    """The calls of the model contents holding a key (an id, or a name), for the nearest-before-a-position
+    look-ups of ``repair``: a binary search, then a pointer past the calls already answered (answers are never
+    withdrawn, so each pointer only moves forward), and contents whose calls are all answered skipped for good
+    (path-compressed links), so every look-up costs O(log n) amortized."""
+
+    __slots__ = ("starts", "calls", "next", "skip")
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []  # model content positions, ascending
+        self.calls: list[list[_Call]] = []  # per content: its calls with the key, in order
+        self.next: list[int] = []  # per content: the first of them that may still be unanswered
+        self.skip: list[int] = []  # per content: itself, or (all answered) a link to an earlier one (-1: none)
+
+    def add(self, g: int, call: _Call) -> None:
+        if self.starts and self.starts[-1] == g:
+            self.calls[-1].append(call)
+            return
+        self.skip.append(len(self.starts))
+        self.starts.append(g)
+        self.calls.append([call])
+        self.next.append(0)
+
+    def _unanswered(self, k: int) -> _Call | None:
+        calls, p = self.calls[k], self.next[k]
+        while p < len(calls) and calls[p].answered is not None:
+            p += 1
+        self.next[k] = p
+        return calls[p] if p < len(calls) else None
+
+    def nearest(self, at: int) -> tuple[int, _Call] | None:
+        """The nearest content before ``at`` with the key: its first unanswered call, else its first call."""
+        k = bisect.bisect_left(self.starts, at) - 1
+        if k < 0:
+            return None
+        call = self._unanswered(k)
+        return self.starts[k], call if call is not None else self.calls[k][0]
+
+    def nearest_unanswered(self, at: int) -> tuple[int, _Call] | None:
+        """The nearest content before ``at`` with an unanswered call of the key, and that call."""
+        k = bisect.bisect_left(self.starts, at) - 1
+        while k >= 0:
+            k = self._root(k)
+            if k < 0:
+                return None
+            call = self._unanswered(k)
+            if call is not None:
+                return self.starts[k], call
+            self.skip[k] = k - 1
+        return None
+
+    def _root(self, k: int) -> int:
+        skip = self.skip
+        root = k
+        while root >= 0 and skip[root] != root:
+            root = skip[root]
+        while k >= 0 and skip[k] != k:
+            skip[k], k = root, skip[k]
+        return root
 
 
 def _parts(content: Any) -> list[Any] | None:
@@ -114,55 +193,87 @@ def _parts(content: Any) -> list[Any] | None:
     return parts if isinstance(parts, list) else None
 
 
-def repair(messages: list[Any], *, echo_ids: bool = True) -> tuple[list[Any], Actions]:
+def _all_ids(contents: list[Any]) -> Any:
+    for content in contents:
+        for part in _parts(content) or ():
+            key = _fc_key(part) or _fr_key(part)
+            if key is not None:
+                yield part[key].get("id")
+
+
+def _signed(part: Any) -> bool:
+    return isinstance(part, dict) and ("thoughtSignature" in part or "thought_signature" in part)
+
+
+def _starts_turn(content: Any) -> bool:
+    """A user content with text and no functionResponse: where the current turn begins (WIRE.md D3)."""
+    if not isinstance(content, dict) or content.get("role", "user") != "user":
+        return False
+    parts = _parts(content) or ()
+    return any(isinstance(p, dict) and isinstance(p.get("text"), str) and p["text"] for p in parts) \
+        and not any(_fr_key(p) is not None for p in parts)
+
+
+def repair(contents: list[Any], *, echo_ids: bool = True, counter: CallCounter) -> tuple[list[Any], Actions]:
     """After each model content with functionCall parts, one user content starting with one functionResponse
     per call in call order (id echoed exactly when the call had one and ``echo_ids``; ``response`` an object);
-    missing ones inserted as errors, duplicates and orphans dropped, malformed ``args`` replaced."""
-    contents = deep_copy(list(messages))
+    missing ones inserted as errors, duplicates and orphans dropped, malformed ``args`` replaced. In the current
+    turn, a model content with calls and no thought signature gets ``SKIP_SIGNATURE`` on its first call (see
+    ``_sign``). ``contents`` is the repair's own copy."""
     actions = Actions()
+    renamer = IdRenamer(lambda: _all_ids(contents))
     groups: dict[int, list[_Call]] = {}
+    by_id: dict[str, _Index] = {}
+    by_name: dict[Any, _Index] = {}
+    idless_by_name: dict[Any, _Index] = {}
     for i, content in enumerate(contents):
         if not isinstance(content, dict) or content.get("role") != "model":
             continue
         calls = []
+        seen: set[str] = set()
         for part in _parts(content) or ():
             key = _fc_key(part)
             if key is None:
                 continue
+            counter.add(i)
             fc = part[key]
             cid = fc.get("id") if isinstance(fc.get("id"), str) and fc.get("id") else None
+            match = cid
+            if cid is not None and cid in seen:
+                cid = fc["id"] = renamer.new(cid)
+                actions.add(RepairKind.ASSIGNED_ID, i, cid, fc.get("name"),
+                            detail=f"a second functionCall with id {match!r} in one content got a new id (the "
+                                   f"next functionResponse with that id, if any, answers it under the new one)")
+            if cid is not None:
+                seen.add(cid)
             if "args" in fc and not isinstance(fc["args"], dict):
                 fc["args"], _ = object_arguments(fc["args"])
                 actions.add(RepairKind.REPLACED_ARGUMENTS, i, cid, fc.get("name"),
                             detail="args that were not an object were replaced (PITFALL 21)")
-            calls.append(_Call(cid, fc.get("name"), key == "function_call"))
+            call = _Call(cid, fc.get("name"), key == "function_call", match)
+            calls.append(call)
+            if match is not None:
+                by_id.setdefault(match, _Index()).add(i, call)
+            else:
+                idless_by_name.setdefault(call.key, _Index()).add(i, call)
+            by_name.setdefault(call.key, _Index()).add(i, call)
         if calls:
             groups[i] = calls
-    order = sorted(groups)
 
     def owner(i: int, fr: dict[str, Any]) -> tuple[int, _Call] | None:
         rid = fr.get("id") if isinstance(fr.get("id"), str) and fr.get("id") else None
-        name = fr.get("name")
-        for g in reversed([g for g in order if g < i]):
-            calls = groups[g]
-            if rid is not None:
-                for c in calls:
-                    if c.id == rid:
-                        return g, c
-                continue
-            for c in calls:  # no id: the first call of that name not yet answered, else a duplicate
-                if c.name == name and c.answered is None:
-                    return g, c
-            for c in calls:
-                if c.name == name:
-                    return g, c
-        if rid is not None:  # an id no call has: a call without an id, by name
-            for g in reversed([g for g in order if g < i]):
-                for c in groups[g]:
-                    if c.id is None and c.name == name and c.answered is None:
-                        return g, c
-        return None
+        name = _name_key(fr.get("name"))
+        if rid is None:  # no id: the first call of that name not yet answered, else a duplicate
+            index = by_name.get(name)
+            return index.nearest(i) if index is not None else None
+        index = by_id.get(rid)
+        found = index.nearest(i) if index is not None else None
+        if found is not None:
+            return found
+        index = idless_by_name.get(name)  # an id no call before it has: a call without an id, by name
+        return index.nearest_unanswered(i) if index is not None else None
 
+    holds_kept: set[int] = set()
     for i, content in enumerate(contents):
         if not isinstance(content, dict) or content.get("role") == "model":
             continue
@@ -183,6 +294,7 @@ def repair(messages: list[Any], *, echo_ids: bool = True) -> tuple[list[Any], Ac
                                    f"{call.answered[0]} is kept)")
                 continue
             call.answered = (i, part)
+            holds_kept.add(i)
 
     def fixed_part(g: int, call: _Call) -> dict[str, Any]:
         if call.answered is None:
@@ -216,19 +328,39 @@ def repair(messages: list[Any], *, echo_ids: bool = True) -> tuple[list[Any], Ac
         return part
 
     out: list[Any] = []
+    placed: list[tuple[int, int]] = []  # (position in out, position in contents) of each content with calls
     consumed: set[int] = set()
     for i, content in enumerate(contents):
         if i in consumed:
             continue
-        if i in groups:
+        calls = groups.get(i)
+        if calls is not None:
+            placed.append((len(out), i))
             out.append(content)
-            responses = [fixed_part(i, c) for c in groups[i]]
+            here = {id(c.answered[1]): k for k, c in enumerate(calls)
+                    if c.answered is not None and c.answered[0] == i + 1}
+            responses = [fixed_part(i, c) for c in calls]
             nxt = contents[i + 1] if i + 1 < len(contents) else None
-            if isinstance(nxt, dict) and nxt.get("role") != "model" and _parts(nxt) is not None:
+            parts = _parts(nxt)
+            if isinstance(nxt, dict) and nxt.get("role") != "model" and parts is not None:
                 consumed.add(i + 1)
-                rest = [p for p in _parts(nxt) if _fr_key(p) is None]
-                kept_order = [k for p in _parts(nxt) for k, r in enumerate(responses) if r is p]
-                if kept_order != sorted(kept_order):
+                rest = []
+                order = []
+                first_other = last_kept = None
+                for at, p in enumerate(parts):
+                    if _fr_key(p) is not None:
+                        k = here.get(id(p))
+                        if k is not None:
+                            order.append(k)
+                            last_kept = at
+                        continue
+                    if first_other is None:
+                        first_other = at
+                    rest.append(p)
+                if first_other is not None and last_kept is not None and first_other < last_kept:
+                    actions.add(RepairKind.MOVED_CONTENT, i + 1,
+                                detail="parts before or between the functionResponse parts were moved after them")
+                if order != sorted(order):
                     actions.add(RepairKind.REORDERED_RESULTS, i + 1,
                                 detail="the functionResponse parts were put in call order")
                 merged = dict(nxt)
@@ -245,7 +377,7 @@ def repair(messages: list[Any], *, echo_ids: bool = True) -> tuple[list[Any], Ac
                 and any(_fr_key(p) is not None for p in parts):
             remaining = [p for p in parts if _fr_key(p) is None]
             if not remaining:
-                if any(c.answered is not None and c.answered[0] == i for cs in groups.values() for c in cs):
+                if i in holds_kept:
                     actions.add(RepairKind.MERGED_MESSAGES, i,
                                 detail="its functionResponse parts were merged into the result content of "
                                        "their turn")
@@ -253,4 +385,35 @@ def repair(messages: list[Any], *, echo_ids: bool = True) -> tuple[list[Any], Ac
             content = dict(content)
             content["parts"] = remaining
         out.append(content)
+    _sign(out, placed, groups, actions)
     return out, actions
+
+
+def _sign(out: list[Any], placed: list[tuple[int, int]], groups: dict[int, list[_Call]], actions: Actions) -> None:
+    """Put ``SKIP_SIGNATURE`` on the first functionCall part of every model content of the current turn that
+    carries no thought signature at all.
+
+    Gemini 3 refuses (400 "Function call is missing a thought_signature") a replayed model content whose first
+    functionCall part has no signature, and checks only the current turn: the contents after the latest user
+    content with text (WIRE.md D3); older turns are accepted as they are, so they are left alone. A content with
+    a signature elsewhere (a stream can deliver it on a later empty part) is replayed as it came, and a real
+    signature is never replaced. The turn is read on the repaired list, where results have their final places.
+    """
+    start = -1
+    for k in range(len(out) - 1, -1, -1):
+        if _starts_turn(out[k]):
+            start = k
+            break
+    for at, i in placed:
+        if at < start:
+            continue
+        parts = out[at]["parts"]
+        if any(_signed(p) for p in parts):
+            continue
+        first = next(p for p in parts if _fc_key(p) is not None)
+        snake = _fc_key(first) == "function_call"
+        first["thought_signature" if snake else "thoughtSignature"] = SKIP_SIGNATURE
+        call = groups[i][0]
+        actions.add(RepairKind.INSERTED_THOUGHT_SIGNATURE, i, call.id, call.name,
+                    detail="a model content of the current turn whose calls carry no thought signature got the "
+                           f"documented {SKIP_SIGNATURE!r} on its first call (Gemini 3 refuses it without one)")

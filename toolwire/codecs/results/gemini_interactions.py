@@ -22,6 +22,9 @@ from ...types import ToolCall, Turn
 from ._common import (
     MISSING_RESULT_TEXT,
     Actions,
+    CallCounter,
+    CallRef,
+    IdRenamer,
     Pair,
     RepairKind,
     as_json_value,
@@ -32,7 +35,7 @@ from ._common import (
     object_arguments,
     wire_id,
 )
-from ._flat import CallRef, Group, place_results
+from ._flat import Group, place_results
 
 __all__ = ["PROVIDER", "encode", "replay", "repair"]
 
@@ -105,24 +108,39 @@ def _result_id(step: Any) -> str | None:
     return cid if isinstance(cid, str) else ""
 
 
-def repair(messages: list[Any], *, echo_ids: bool = True) -> tuple[list[Any], Actions]:
-    """See the module docstring."""
-    steps = deep_copy(list(messages))
+def _set_result_id(step: dict[str, Any], new: str) -> None:
+    step["call_id"] = new
+
+
+def _all_ids(steps: list[Any]) -> Any:
+    for step in steps:
+        rid = _result_id(step)
+        if rid is not None:
+            yield rid
+        elif _type(step) == "function_call":
+            yield step.get("id")
+
+
+def repair(steps: list[Any], *, echo_ids: bool = True, counter: CallCounter) -> tuple[list[Any], Actions]:
+    """See the module docstring. ``steps`` is the repair's own copy."""
     actions = Actions()
     groups: list[Group] = []
     run: list[int] = []
     run_calls: list[CallRef] = []
+    run_ids: set[str] = set()
+    renamer = IdRenamer(lambda: _all_ids(steps))
 
     def close_run() -> None:
         if run_calls:
             groups.append(Group(run[-1], list(run_calls), run[0]))
         run.clear()
         run_calls.clear()
+        run_ids.clear()
 
     for i, step in enumerate(steps):
         rid = _result_id(step)
         if rid is not None:
-            if any(c.id == rid for c in run_calls):
+            if rid in run_ids:
                 close_run()
             continue
         t = _type(step)
@@ -132,20 +150,28 @@ def repair(messages: list[Any], *, echo_ids: bool = True) -> tuple[list[Any], Ac
         run.append(i)
         if t != "function_call":
             continue
+        counter.add(i)
+        match = None
         if not isinstance(step.get("id"), str) or not step["id"]:
             step["id"] = f"tw_call_{i}"
             actions.add(RepairKind.ASSIGNED_ID, i, step["id"], step.get("name"),
                         detail="a function_call step without an id got one")
+        elif step["id"] in run_ids:
+            match, step["id"] = step["id"], renamer.new(step["id"])
+            actions.add(RepairKind.ASSIGNED_ID, i, step["id"], step.get("name"),
+                        detail=f"a second function_call step with id {match!r} in one turn got a new one (the "
+                               f"next function_result with that call_id, if any, answers it under the new one)")
         fixed, changed = object_arguments(step.get("arguments"))
         if changed or "arguments" not in step:
             step["arguments"] = fixed
             actions.add(RepairKind.REPLACED_ARGUMENTS, i, step["id"], step.get("name"),
                         detail="arguments that were not an object were replaced (PITFALL 21)")
-        run_calls.append(CallRef(step["id"], step.get("name"), i, t))
+        run_calls.append(CallRef(step["id"], step.get("name"), i, t, match=match))
+        run_ids.add(step["id"])
     close_run()
 
     def missing(c: CallRef) -> dict[str, Any]:
         return function_result(c.id, c.name, MISSING_RESULT_TEXT, True)
 
-    out = place_results(steps, groups, _result_id, missing, actions)
+    out = place_results(steps, groups, _result_id, missing, actions, set_result_id=_set_result_id)
     return out, actions

@@ -15,6 +15,9 @@ from ...types import CallKind, ToolCall, Turn
 from ._common import (
     MISSING_RESULT_TEXT,
     Actions,
+    CallCounter,
+    CallRef,
+    IdRenamer,
     Pair,
     RepairKind,
     as_text,
@@ -23,7 +26,7 @@ from ._common import (
     result_text,
     wire_id,
 )
-from ._flat import CallRef, Group, place_results
+from ._flat import Group, place_results
 
 __all__ = ["PROVIDER", "encode", "replay", "repair"]
 
@@ -68,12 +71,26 @@ def _result_id(msg: Any) -> str | None:
     return None
 
 
-def repair(messages: list[Any], *, echo_ids: bool = True) -> tuple[list[Any], Actions]:
+def _all_ids(items: list[Any]) -> Any:
+    for msg in items:
+        rid = _result_id(msg)
+        if rid is not None:
+            yield rid
+        for tc in _tool_calls(msg) or ():
+            if isinstance(tc, dict):
+                yield tc.get("id")
+
+
+def _set_result_id(msg: dict[str, Any], new: str) -> None:
+    msg["tool_call_id"] = new
+
+
+def repair(items: list[Any], *, echo_ids: bool = True, counter: CallCounter) -> tuple[list[Any], Actions]:
     """Every ``tool_calls`` id answered by exactly one tool message right after its assistant message, in call
-    order; duplicates and orphans dropped; malformed arguments replaced."""
-    items = deep_copy(list(messages))
+    order; duplicates and orphans dropped; malformed arguments replaced. ``items`` is the repair's own copy."""
     actions = Actions()
     groups: list[Group] = []
+    renamer = IdRenamer(lambda: _all_ids(items))
     for i, msg in enumerate(items):
         tid = _result_id(msg)
         if tid is not None:
@@ -93,12 +110,21 @@ def repair(messages: list[Any], *, echo_ids: bool = True) -> tuple[list[Any], Ac
             actions.add(RepairKind.DROPPED_EMPTY_TOOL_CALLS, i, detail="an empty tool_calls list was removed")
             continue
         refs = []
+        seen: set[str] = set()
         for k, tc in enumerate(calls):
             if not isinstance(tc, dict):
                 continue
+            counter.add(i)
+            match = None
             if not isinstance(tc.get("id"), str) or not tc["id"]:
                 tc["id"] = f"tw_call_{i}_{k}"
                 actions.add(RepairKind.ASSIGNED_ID, i, tc["id"], detail="a tool call without an id got one")
+            elif tc["id"] in seen:
+                match, tc["id"] = tc["id"], renamer.new(tc["id"])
+                actions.add(RepairKind.ASSIGNED_ID, i, tc["id"],
+                            detail=f"a second tool call with id {match!r} in one message got a new id (the "
+                                   f"next result with that id, if any, answers it under the new one)")
+            seen.add(tc["id"])
             if tc.get("type", "function") == "function":
                 fn = tc.get("function")
                 if isinstance(fn, dict):
@@ -111,12 +137,12 @@ def repair(messages: list[Any], *, echo_ids: bool = True) -> tuple[list[Any], Ac
             else:
                 sub = tc.get(tc.get("type")) if isinstance(tc.get("type"), str) else None
                 name = sub.get("name") if isinstance(sub, dict) else None
-            refs.append(CallRef(tc["id"], name, i))
-        groups.append(Group(i, refs))
+            refs.append(CallRef(tc["id"], name, i, match=match))
+        if refs:
+            groups.append(Group(i, refs))
 
     def missing(c: CallRef) -> dict[str, Any]:
         return {"role": "tool", "tool_call_id": c.id, "content": MISSING_RESULT_TEXT}
 
-    out = place_results(items, groups, _result_id, missing, actions)
+    out = place_results(items, groups, _result_id, missing, actions, set_result_id=_set_result_id)
     return out, actions
-

@@ -32,6 +32,9 @@ from ...types import CallKind, ToolCall, Turn
 from ._common import (
     MISSING_RESULT_TEXT,
     Actions,
+    CallCounter,
+    CallRef,
+    IdRenamer,
     Pair,
     RepairKind,
     as_json_value,
@@ -40,7 +43,7 @@ from ._common import (
     result_text,
     wire_id,
 )
-from ._flat import CallRef, Group, place_results
+from ._flat import Group, place_results
 
 __all__ = ["PROVIDER", "encode", "replay", "repair", "BLANK_SCREENSHOT"]
 
@@ -232,15 +235,33 @@ def _result_id(item: Any) -> str | None:
     return cid if isinstance(cid, str) else ""
 
 
-def repair(messages: list[Any], *, echo_ids: bool = True) -> tuple[list[Any], Actions]:
+def _set_result_id(item: dict[str, Any], new: str) -> None:
+    if item.get("type") == "local_shell_call_output" and not isinstance(item.get("call_id"), str):
+        item["id"] = new
+    else:
+        item["call_id"] = new
+
+
+def _all_ids(items: list[Any]) -> Any:
+    for item in items:
+        rid = _result_id(item)
+        if rid is not None:
+            yield rid
+        elif _call_type(item) is not None:
+            yield item.get("call_id")
+
+
+def repair(items: list[Any], *, echo_ids: bool = True, counter: CallCounter) -> tuple[list[Any], Actions]:
     """Every call item answered by exactly one output item after its turn (the run of model items holding it),
-    in call order; reasoning items kept right before the item they precede; malformed arguments replaced."""
-    items = deep_copy(list(messages))
+    in call order; reasoning items kept right before the item they precede; malformed arguments replaced.
+    ``items`` is the repair's own copy."""
     actions = Actions()
     groups: list[Group] = []
     drop: set[int] = set()
     run: list[int] = []  # positions of the current run of model items
     run_calls: list[CallRef] = []
+    run_ids: set[str] = set()
+    renamer = IdRenamer(lambda: _all_ids(items))
 
     def close_run() -> None:
         # a reasoning item must be followed by an item of its turn
@@ -253,11 +274,12 @@ def repair(messages: list[Any], *, echo_ids: bool = True) -> tuple[list[Any], Ac
             groups.append(Group(run[-1], list(run_calls), run[0]))
         run.clear()
         run_calls.clear()
+        run_ids.clear()
 
     for i, item in enumerate(items):
         rid = _result_id(item)
         if rid is not None:
-            if any(c.id == rid for c in run_calls):
+            if rid in run_ids:
                 close_run()  # the turn ended: its results follow
             continue
         if not _is_model(item):
@@ -267,17 +289,25 @@ def repair(messages: list[Any], *, echo_ids: bool = True) -> tuple[list[Any], Ac
         ct = _call_type(item)
         if ct is None:
             continue
+        counter.add(i)
+        match = None
         if not isinstance(item.get("call_id"), str) or not item["call_id"]:
             item["call_id"] = f"tw_call_{i}"
             actions.add(RepairKind.ASSIGNED_ID, i, item["call_id"], item.get("name"),
                         detail="a call item without a call_id got one")
+        elif item["call_id"] in run_ids:
+            match, item["call_id"] = item["call_id"], renamer.new(item["call_id"])
+            actions.add(RepairKind.ASSIGNED_ID, i, item["call_id"], item.get("name"),
+                        detail=f"a second call item with call_id {match!r} in one turn got a new one (the next "
+                               f"output with that call_id, if any, answers it under the new one)")
         if ct == "function_call":
             fixed, changed = object_arguments_text(item.get("arguments"))
             if changed:
                 item["arguments"] = fixed
                 actions.add(RepairKind.REPLACED_ARGUMENTS, i, item["call_id"], item.get("name"),
                             detail="arguments that were not a JSON object were replaced (PITFALL 21)")
-        run_calls.append(CallRef(item["call_id"], item.get("name"), i, ct))
+        run_calls.append(CallRef(item["call_id"], item.get("name"), i, ct, match=match))
+        run_ids.add(item["call_id"])
     close_run()
 
     def missing(c: CallRef) -> dict[str, Any]:
@@ -287,5 +317,6 @@ def repair(messages: list[Any], *, echo_ids: bool = True) -> tuple[list[Any], Ac
         return item
 
     keep_unknown = any(_type(item) == "item_reference" for item in items)
-    out = place_results(items, groups, _result_id, missing, actions, drop=drop, keep_unknown=keep_unknown)
+    out = place_results(items, groups, _result_id, missing, actions, set_result_id=_set_result_id, drop=drop,
+                        keep_unknown=keep_unknown)
     return out, actions
