@@ -100,8 +100,22 @@ class StreamParser:
             self._fail_framing(exc)
         codec = self._codec
         if payloads:
-            codec.feed_payloads(payloads, type(framer) is SSEDecoder)
+            if type(framer) is JSONValuesDecoder and framer.array_end is not None:
+                self._feed_values(framer, payloads)
+            else:
+                codec.feed_payloads(payloads, type(framer) is SSEDecoder)
         return codec.asm.take_events()
+
+    def _feed_values(self, framer: JSONValuesDecoder, payloads: list[bytes]) -> None:
+        """A response sent as one JSON array ends with it: the values after the array's end are payloads after
+        the stream's terminator."""
+        codec = self._codec
+        cut = max(0, framer.array_end - (framer.emitted - len(payloads)))
+        if cut:
+            codec.feed_payloads(payloads[:cut], False)
+        if cut < len(payloads):
+            codec.asm.stream_ended("the end of the top-level JSON array")
+            codec.feed_payloads(payloads[cut:], False)
 
     def _fail_framing(self, exc: FramingError) -> None:
         exc.provider = self.provider

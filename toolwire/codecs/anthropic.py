@@ -2,7 +2,8 @@
 
 Wire facts (WIRE.md C): ``message_start`` → per block ``content_block_start`` / ``content_block_delta`` /
 ``content_block_stop`` (``index`` is the position in ``message.content``) → ``message_delta`` (``stop_reason``)
-→ ``message_stop``; ``ping`` and ``error`` may appear anywhere; unknown event and delta types are skipped.
+→ ``message_stop``, the stream's terminator (nothing but a ``ping`` may follow it); ``ping`` and ``error`` may
+appear anywhere before it; unknown event and delta types are skipped.
 ``tool_use`` blocks are the application's calls; ``server_tool_use`` and ``mcp_tool_use`` run at the provider
 and go to ``server_calls``. A tool's input streams as ``input_json_delta.partial_json`` fragments and is parsed
 at ``content_block_stop`` (an empty buffer is ``{}``). Thinking, redacted thinking and signatures are kept
@@ -387,6 +388,7 @@ class AnthropicCodec(Codec):
         asm = self.asm
         self._stopped = True
         asm.finished = True
+        asm.stream_ended("message_stop")
         raw = self._stop_reason
         reason = _STOP.get(raw, FinishReason.OTHER) if raw is not None else None
         if reason is None:
@@ -402,6 +404,13 @@ class AnthropicCodec(Codec):
         asm.finish_choice(0, reason, raw)  # a length or refusal finish truncates the open calls
         # a call still open at a clean message_stop never got its terminator
         asm.truncate_open(ProblemCode.STREAM_CUT, "message_stop arrived before the call's content_block_stop")
+
+    def ignorable_after_end(self, event: str | None, data: bytes) -> bool:
+        """A ``ping`` is a keep-alive: it says nothing about the message."""
+        try:
+            return _ENVELOPE.decode(data).type == "ping"
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return False
 
     def on_close(self) -> None:
         asm = self.asm

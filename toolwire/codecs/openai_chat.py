@@ -3,7 +3,7 @@
 Wire facts (WIRE.md A): chunks have no ``event:`` name; ``choices[].delta.tool_calls[]`` carry ``index``, and
 ``id``/``type``/``function.name`` on a call's first fragment only; ``arguments`` are string fragments; the
 choice's ``finish_reason`` is the terminator (``stop`` after tool calls is tolerated); ``data: [DONE]`` ends the
-stream; ``choices: []`` appears in usage-only and Azure content-filter chunks. Errors arrive in-stream as a
+stream (a payload after it is a protocol error); ``choices: []`` appears in usage-only and Azure content-filter chunks. Errors arrive in-stream as a
 top-level ``error`` (OpenAI, OpenRouter, Groq's ``event: error``) or as ``{"object": "error", …}`` (vLLM, Mistral).
 
 Correlation (PITFALLS 1 to 6): by id first, then index, then the latest open call; ``id`` and ``name`` are set
@@ -124,6 +124,7 @@ class OpenAIChatCodec(Codec):
         if data[:6] == b"[DONE]":
             self.done = True
             asm.understood += 1
+            asm.stream_ended("[DONE]")
             return
         try:
             chunk = _DECODER.decode(data)
@@ -172,6 +173,10 @@ class OpenAIChatCodec(Codec):
                     st.reasoning.append(d.reasoning_content)
             if ch.finish_reason:
                 self._finish(ch.index, st, ch.finish_reason)
+
+    def ignorable_after_end(self, event: str | None, data: bytes) -> bool:
+        """A repeated ``[DONE]`` says nothing new."""
+        return data[:6] == b"[DONE]"
 
     def _tool_call(self, choice: int, st: _ChoiceCalls, tc: _ToolCall, whole: bool) -> None:
         fn = tc.function

@@ -2,8 +2,9 @@
 
 Wire facts (WIRE.md B): every stream event carries ``type`` and an increasing ``sequence_number``;
 ``response.created`` → per output item ``response.output_item.added`` / argument deltas / ``….done`` /
-``response.output_item.done`` → ``response.completed`` | ``response.incomplete`` | ``response.failed``; the flat
-``error`` event may come anywhere (some servers nest an ``error`` object in it); unknown event types are skipped.
+``response.output_item.done`` → ``response.completed`` | ``response.incomplete`` | ``response.failed``, the
+stream's terminator (only the ``[DONE]`` some proxies add may follow it); the flat ``error`` event may come anywhere
+before it (some servers nest an ``error`` object in it); unknown event types are skipped.
 A body is the Response object itself (``{"object": "response", "output": [...], "status": ...}``).
 
 Three ids (PITFALL 19): an item's ``id`` (``fc_…``) is what argument deltas name in ``item_id``; its ``call_id``
@@ -257,7 +258,6 @@ class OpenAIResponsesCodec(Codec):
         self._order: list[_ItemState] = []
         self._seq: int | None = None
         self._started = False
-        self._ended = False
         self._cut: list[Any] = []  # complete calls whose item ended with status "incomplete"
 
     # ---- payloads -------------------------------------------------------------------------------------
@@ -295,9 +295,6 @@ class OpenAIResponsesCodec(Codec):
             return
         if cls in _IGNORED_SET:
             return
-        if self._ended and cls is not _Error:
-            asm.protocol_error(f"{ev.__struct_config__.tag} after the response's terminal event")
-            return
         if cls is _Added:
             self._added(ev.output_index, ev.item)
         elif cls is _Done:
@@ -321,6 +318,10 @@ class OpenAIResponsesCodec(Codec):
                 asm.stream_error(_error_from(ev.error, "error"))
             else:
                 asm.stream_error(_error_from({"code": ev.code, "message": ev.message, "param": ev.param}, "error"))
+
+    def ignorable_after_end(self, event: str | None, data: bytes) -> bool:
+        """The ``[DONE]`` some proxies send after the terminal event says nothing."""
+        return data[:6] == b"[DONE]"
 
     def _unusual(self, data: bytes, exc: Exception) -> None:
         """A payload that did not fit the known event shapes: a whole Response body, an HTTP error body, an
@@ -636,7 +637,7 @@ class OpenAIResponsesCodec(Codec):
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             self.bad_payload(exc, data)
             return
-        if self._started or self._order or self._ended:
+        if self._started or self._order:
             asm.stream_error(StreamError(type="spliced_stream", message="a response body inside a stream"),
                              ProblemCode.PROTOCOL_ERROR)
             return
@@ -668,8 +669,8 @@ class OpenAIResponsesCodec(Codec):
             self._reconcile(resp.output)
             if asm.failed:
                 return
-        self._ended = True
         asm.finished = True
+        asm.stream_ended("the response body" if body else f"response.{kind}")
         raw = resp.status
         if kind == "failed":
             self._truncate_cut(ProblemCode.STREAM_ERROR, "the response failed")

@@ -9,6 +9,8 @@ Codecs (one per dialect) translate wire events into calls on this object: ``open
 * ``finish_choice()`` with a length or content-filter reason truncates the open calls of that choice; an error
   truncates every open call and puts the stream in a terminal state (later payloads are ignored).
 * ``end_of_stream()`` truncates every call still open and records ``stream_cut`` when no terminal event came.
+* ``stream_ended()`` records the stream's terminator (Chat ``[DONE]``, Anthropic ``message_stop`` …): a payload
+  after it is never read as the dialect's data (``Codec.feed_payloads`` makes it a protocol error).
 """
 
 from __future__ import annotations
@@ -140,6 +142,7 @@ class Assembler:
         self.error: StreamError | None = None
         self.failed = False  # terminal error state: later payloads are ignored
         self.finished = False  # the dialect's end-of-turn event arrived
+        self.ended_by: str | None = None  # the stream's terminator, once it arrived: nothing may follow it
         self.response_id: str | None = None
         self.model: str | None = None
         self.usage: Any = None
@@ -334,6 +337,11 @@ class Assembler:
 
         self.stream_error(StreamError(type="protocol_error", message=message, raw=excerpt(data) or None),
                           ProblemCode.PROTOCOL_ERROR)
+
+    def stream_ended(self, terminator: str) -> None:
+        """The stream's terminator arrived: any payload after it is a protocol error, never a call."""
+        if self.ended_by is None:
+            self.ended_by = terminator
 
     def end_of_stream(self) -> None:
         """The byte stream closed: every call still open is truncated; a missing end event is ``stream_cut``."""
