@@ -126,10 +126,10 @@ CASES: dict[str, tuple[bytes, list, str | None, FinishReason | None, bool]] = {
         sse(created(), step_start(0, {"type": "function_call", "id": "fc_1", "name": "f", "arguments": {}}),
             completed("cancelled")),
         [("fc_1", "f", None, "truncated")], "cancelled", FinishReason.ERROR, False),
-    "completed_before_the_step_stop": (
+    "completed_before_the_step_stop_is_a_protocol_error": (
         sse(created(), step_start(0, {"type": "function_call", "id": "fc_1", "name": "f", "arguments": {}}),
             args_delta(0, '{"a": 1}'), completed("requires_action")),
-        [("fc_1", "f", None, "truncated")], "requires_action", FinishReason.TOOL_CALLS, True),
+        [("fc_1", "f", None, "errored")], "requires_action", FinishReason.TOOL_CALLS, False),
     "no_completed_event_is_a_cut": (
         sse(created(), function_call(0, "fc_1", "f", ['{"a": 1}']),
             step_start(1, {"type": "function_call", "id": "fc_2", "name": "g", "arguments": {}})),

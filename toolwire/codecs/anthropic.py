@@ -402,8 +402,8 @@ class AnthropicCodec(Codec):
                 asm.truncate(last.rec, ProblemCode.CUT_BY_LENGTH,
                              f"the turn hit its token limit ({raw}) in this call")
         asm.finish_choice(0, reason, raw)  # a length or refusal finish truncates the open calls
-        # a call still open at a clean message_stop never got its terminator
-        asm.truncate_open(ProblemCode.STREAM_CUT, "message_stop arrived before the call's content_block_stop")
+        # a call still open at a clean message_stop never got its content_block_stop
+        asm.fail_unterminated("message_stop")
 
     def ignorable_after_end(self, event: str | None, data: bytes) -> bool:
         """A ``ping`` is a keep-alive: it says nothing about the message."""

@@ -10,11 +10,13 @@ Vertex streamed arguments (WIRE.md D5): a ``functionCall`` with ``name`` and ``w
 call; the following ``functionCall`` parts carry ``partialArgs`` (typed values by JSON path; string fragments of
 one path concatenate) and omit name and id; ``{"willContinue": true}`` parts are separators; an empty
 ``functionCall: {}`` ends the call. When that end marker never comes, a ``STOP`` finish ends the call provided
-its last part said no more would follow (``willContinue`` absent); otherwise the call was cut. The arguments are
+its last part said no more would follow (``willContinue`` absent); otherwise the candidate contradicts itself
+and the turn is a protocol error. The arguments are
 built as an object from the paths, so they equal the unary form; ``raw_arguments`` is that object's JSON.
 
 ``finishReason`` is the candidate's end: ``STOP`` is a tool-call finish when the candidate has calls; there is
-no sentinel, so a stream that closes without one was cut. Errors arrive as ``{"error": {code, message, status,
+no sentinel, so a stream that closes without one was cut. A response streamed as one JSON array ends with the
+array: a value after it is a protocol error. Errors arrive as ``{"error": {code, message, status,
 details}}``, possibly wrapped in a one-element array.
 
 Replay (D3, PITFALL 16): ``assistant_message()`` is the model ``Content`` of candidate 0 with every part
@@ -562,20 +564,17 @@ class GeminiCodec(Codec):
         reason = finish_reason_of(raw)
         if reason is FinishReason.STOP:
             cur = st.open
-            if cur is not None:
-                # no end marker came: the finish ends the call if its last part said nothing would follow
-                if cur.ended:
-                    self._end_streamed(st)
-                else:
-                    st.open = None
-                    asm.truncate(cur.rec, ProblemCode.STREAM_CUT,
-                                 "the candidate finished while the call's partialArgs announced more")
+            if cur is not None and cur.ended:
+                # no end marker came, but the call's last part said nothing would follow: the finish ends it
+                self._end_streamed(st)
             if st.calls:
                 reason = FinishReason.TOOL_CALLS
-        else:
-            st.open = None  # finish_choice truncates it
+        st.open = None
         st.finished = True
-        asm.finish_choice(st.index, reason, raw)
+        asm.finish_choice(st.index, reason, raw)  # a finish other than STOP truncates a call still open
+        # after STOP, a streamed call whose last part announced more is still open: the candidate contradicts
+        # itself
+        asm.fail_unterminated(f"finishReason {raw} of candidate {st.index}", st.index)
 
     def on_close(self) -> None:
         asm = self.asm

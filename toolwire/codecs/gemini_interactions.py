@@ -408,7 +408,7 @@ class GeminiInteractionsCodec(Codec):
             return
         reason = _STATUS.get(status, FinishReason.OTHER)
         asm.finish_choice(0, reason, status)  # a length or error finish truncates the open calls
-        asm.truncate_open(ProblemCode.STREAM_CUT, "the interaction completed before the step's stop event")
+        asm.fail_unterminated(f"the interaction's completion ({status})")  # a step never stopped
         if reason is FinishReason.ERROR:
             err = it.error if it.error is not None else it.errors
             if err:

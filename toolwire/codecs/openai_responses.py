@@ -678,10 +678,10 @@ class OpenAIResponsesCodec(Codec):
             asm.finish_choice(0, FinishReason.ERROR, raw)
             return
         if kind == "completed":
-            self._truncate_cut(ProblemCode.STREAM_CUT, "the call's item ended with status incomplete")
-            asm.truncate_open(ProblemCode.STREAM_CUT, "the response completed before the call's terminator")
             reason = (FinishReason.TOOL_CALLS if any(not r.server for r in asm.records) else FinishReason.STOP)
             asm.finish_choice(0, reason, raw)
+            self._fail_cut()
+            asm.fail_unterminated("response.completed")  # a call whose terminator never came
             return
         if kind == "incomplete":
             details = resp.incomplete_details
@@ -717,6 +717,19 @@ class OpenAIResponsesCodec(Codec):
                 self.asm.fail(rec, ProblemCode.FINAL_MISMATCH,
                               f"the final response's arguments ({len(final)} chars) differ from the assembled "
                               f"ones ({len(rec.raw)} chars)")
+
+    def _fail_cut(self) -> None:
+        """A response that completed although the item of one of its calls ended with status incomplete: the
+        events contradict each other, a protocol error on the turn (such a call is errored)."""
+        cut = [rec for rec in self._cut if rec.state is _COMPLETE]
+        self._cut.clear()
+        if not cut:
+            return
+        asm = self.asm
+        for rec in cut:
+            asm.fail(rec, ProblemCode.PROTOCOL_ERROR, "its item ended with status incomplete in a completed response")
+        ids = ", ".join(rec.call_id or rec.local_id for rec in cut)
+        asm.protocol_error(f"response.completed after the item of call {ids} ended with status incomplete")
 
     def _truncate_cut(self, code: ProblemCode, message: str) -> None:
         for rec in self._cut:

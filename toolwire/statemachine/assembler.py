@@ -8,6 +8,7 @@ Codecs (one per dialect) translate wire events into calls on this object: ``open
   problem (it will be rejected, never run).
 * ``finish_choice()`` with a length or content-filter reason truncates the open calls of that choice; an error
   truncates every open call and puts the stream in a terminal state (later payloads are ignored).
+* A clean end while a call is still open (``fail_unterminated``) is a protocol error on the whole turn.
 * ``end_of_stream()`` truncates every call still open and records ``stream_cut`` when no terminal event came.
 * ``stream_ended()`` records the stream's terminator (Chat ``[DONE]``, Anthropic ``message_stop`` …): a payload
   after it is never read as the dialect's data (``Codec.feed_payloads`` makes it a protocol error).
@@ -337,6 +338,15 @@ class Assembler:
 
         self.stream_error(StreamError(type="protocol_error", message=message, raw=excerpt(data) or None),
                           ProblemCode.PROTOCOL_ERROR)
+
+    def fail_unterminated(self, end: str, choice: int | None = None) -> None:
+        """The turn (or ``choice``) ended cleanly at ``end`` while calls were still open. Their terminators never
+        came, so the provider's events contradict each other: a protocol error on the whole turn, which runs
+        none of its calls (the open ones are errored), rather than a cut of those calls alone."""
+        open_calls = self.open_records(choice)
+        if open_calls:
+            ids = ", ".join(r.call_id or r.local_id for r in open_calls)
+            self.protocol_error(f"{end} arrived before the terminator of call {ids}")
 
     def stream_ended(self, terminator: str) -> None:
         """The stream's terminator arrived: any payload after it is a protocol error, never a call."""
