@@ -390,8 +390,10 @@ class Assembler:
         records = self.records if self.keep_calls else list(self._open.values())
         calls = [r.to_call() for r in records if not r.server]
         server = [self._server_call(r) for r in records if r.server]
+        # listed whenever the turn's own finish reason does not say it all: several choices, or one that is not 0
+        several = len(self.choices) > 1 or (self.choices and 0 not in self.choices)
         choices = [Choice(index=i, finish_reason=st.finish, raw_finish_reason=st.raw_finish, text="".join(st.text))
-                   for i, st in sorted(self.choices.items())] if len(self.choices) > 1 else []
+                   for i, st in sorted(self.choices.items())] if several else []
         return Turn(
             provider=self.provider, calls=calls, server_calls=server,
             text="".join(first.text) if first else "",
