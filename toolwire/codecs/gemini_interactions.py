@@ -8,8 +8,9 @@ before the completion. Nothing but ``[DONE]`` may follow the completion, and not
 ``function_call`` step ``{id, name, arguments}`` is a call; its arguments stream as ``arguments_delta`` string
 fragments and are parsed at ``step.stop`` (whole ``arguments`` on the start, if any, are replaced by deltas).
 Built-in ``*_call`` steps (Google Search, code execution, MCP servers …) run at Google: ``server_calls``.
-The turn's end is the interaction's status: ``requires_action`` (calls pending) → tool_calls, ``completed`` →
-stop, ``incomplete`` / ``budget_exceeded`` → length, ``failed`` / ``cancelled`` → error.
+The turn's end is the interaction's status: ``requires_action`` (calls pending) and ``completed`` end it cleanly
+(``tool_calls`` when it has client calls, else ``stop``), ``incomplete`` / ``budget_exceeded`` → length,
+``failed`` / ``cancelled`` → error.
 
 The legacy "outputs" schema (≤ 2026-05) is read too: ``interaction.start``, ``content.start {index, content}``,
 ``content.delta`` (a function_call delta carries the **whole** ``arguments`` object), ``content.stop``,

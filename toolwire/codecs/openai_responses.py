@@ -678,8 +678,7 @@ class OpenAIResponsesCodec(Codec):
             asm.finish_choice(0, FinishReason.ERROR, raw)
             return
         if kind == "completed":
-            reason = (FinishReason.TOOL_CALLS if any(not r.server for r in asm.records) else FinishReason.STOP)
-            asm.finish_choice(0, reason, raw)
+            asm.finish_choice(0, FinishReason.STOP, raw)  # tool_calls when it has calls (the assembler's rule)
             self._fail_cut()
             asm.fail_unterminated("response.completed")  # a call whose terminator never came
             return

@@ -116,14 +116,29 @@ def recover_resent_arguments(frags: list[str]) -> tuple[str, str] | None:
     return None
 
 
+_ENDED_CLEANLY = (FinishReason.TOOL_CALLS, FinishReason.STOP)
+
+
 class _ChoiceState:
-    __slots__ = ("text", "emitted", "finish", "raw_finish")
+    __slots__ = ("text", "emitted", "finish", "raw_finish", "calls")
 
     def __init__(self) -> None:
         self.text: list[str] = []
         self.emitted = 0
         self.finish: FinishReason | None = None
         self.raw_finish: str | None = None
+        self.calls = 0  # client calls announced in this choice (server calls do not count)
+
+    @property
+    def finish_reason(self) -> FinishReason | None:
+        """The canonical finish reason, by one rule for every dialect: a choice that ended cleanly is
+        ``tool_calls`` when it announced at least one client call (in any state) and ``stop`` otherwise,
+        whatever word the provider used (``stop`` after tool calls, Gemini's ``STOP``, Anthropic's ``end_turn``
+        around programmatic calls …); ``pause`` and the unclean reasons are kept as they are."""
+        finish = self.finish
+        if finish in _ENDED_CLEANLY:
+            return FinishReason.TOOL_CALLS if self.calls else FinishReason.STOP
+        return finish
 
 
 class Assembler:
@@ -167,6 +182,8 @@ class Assembler:
                          meta=meta, position_of=self.position_of)
         if self.keep_calls:
             self.records.append(rec)
+        if not server:
+            self.choice(choice).calls += 1
         self._open[id(rec)] = rec
         self.events.append(CallAnnounced(local_id=rec.local_id, call_id=rec.call_id, name=rec.name,
                                          kind=kind, index=index, choice=choice))
@@ -309,7 +326,8 @@ class Assembler:
         self.choice(choice).text.append(text)
 
     def finish_choice(self, choice: int, reason: FinishReason, raw: str | None) -> None:
-        """Record how ``choice`` ended and truncate what a non-clean finish cut."""
+        """Record how ``choice`` ended and truncate what a non-clean finish cut. ``tool_calls`` and ``stop`` both
+        mean "ended cleanly": which of the two the turn reports is decided by the calls (``_ChoiceState``)."""
         st = self.choice(choice)
         st.finish = reason
         st.raw_finish = raw
@@ -392,12 +410,13 @@ class Assembler:
         server = [self._server_call(r) for r in records if r.server]
         # listed whenever the turn's own finish reason does not say it all: several choices, or one that is not 0
         several = len(self.choices) > 1 or (self.choices and 0 not in self.choices)
-        choices = [Choice(index=i, finish_reason=st.finish, raw_finish_reason=st.raw_finish, text="".join(st.text))
+        choices = [Choice(index=i, finish_reason=st.finish_reason, raw_finish_reason=st.raw_finish,
+                          text="".join(st.text))
                    for i, st in sorted(self.choices.items())] if several else []
         return Turn(
             provider=self.provider, calls=calls, server_calls=server,
             text="".join(first.text) if first else "",
-            finish_reason=first.finish if first else None,
+            finish_reason=first.finish_reason if first else None,
             raw_finish_reason=first.raw_finish if first else None,
             error=self.error, response_id=self.response_id, model=self.model, usage=self.usage,
             choices=choices, assistant_message=assistant_message, ended=ended,
