@@ -1,8 +1,8 @@
 """The streaming mode (``keep_calls=False``) agrees with the default mode on everything both report: finish
 reason, raw finish reason, error type, ``finished_cleanly`` and the sequence of call end events (local id,
 state, problem code, arguments). Checked on every recording in tests/fixtures/real, whole, split and cut
-anywhere, and on generated Chat and Anthropic streams with every kind of finish, cut short, and with a block or
-chunk replayed later in the stream.
+anywhere, on generated Chat and Anthropic streams with every kind of finish, cut short, and with a block or
+chunk replayed later in the stream, and on generated Responses, Gemini and Interactions streams, cut short.
 """
 
 from __future__ import annotations
@@ -16,6 +16,12 @@ from hypothesis import strategies as st
 from .conftest import FIXTURES
 from .regressions.streams import run_parser
 from .streamgen import encode_sse
+from .test_codec_gemini import encode_sse as gemini_sse
+from .test_codec_gemini import gemini_streams
+from .test_codec_gemini_interactions import encode as interactions_sse
+from .test_codec_gemini_interactions import interaction_streams
+from .test_codec_openai_responses import _generated as responses_events
+from .test_codec_openai_responses import items_strategy, sse_bytes
 from .test_stream_properties import cases, chunked, split_points
 
 REAL = FIXTURES / "real"
@@ -91,3 +97,23 @@ def test_both_modes_agree_on_generated_streams(case, data):
         raw = raw[:data.draw(st.integers(0, len(raw)), label="cut at")]
     pieces = chunked(raw, data.draw(split_points(raw), label="split at"))
     assert_modes_agree(case.provider, raw, pieces=pieces)
+
+
+OTHER_DIALECTS = st.one_of(
+    st.tuples(st.just("openai-responses"), items_strategy(), st.sampled_from(["completed", "incomplete", None])).map(
+        lambda t: (t[0], sse_bytes(responses_events(t[1], t[2])))),
+    gemini_streams().map(lambda gen: ("gemini", gemini_sse(gen.payloads)[0])),
+    st.tuples(interaction_streams(), st.sampled_from(["\n", "\r\n"])).map(
+        lambda t: ("gemini-interactions", interactions_sse(t[0].events, t[1])[0])),
+)
+
+
+@given(stream=OTHER_DIALECTS, data=st.data())
+def test_both_modes_agree_on_generated_responses_gemini_and_interactions_streams(stream, data):
+    """Generated Responses, Gemini and Interactions streams, possibly cut short, split anywhere: the same report
+    in both modes."""
+    provider, raw = stream
+    if data.draw(st.booleans(), label="cut"):
+        raw = raw[:data.draw(st.integers(0, len(raw)), label="cut at")]
+    pieces = chunked(raw, data.draw(split_points(raw), label="split at"))
+    assert_modes_agree(provider, raw, pieces=pieces)
