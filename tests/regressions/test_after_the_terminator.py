@@ -124,7 +124,8 @@ def test_a_call_after_a_failed_response_keeps_the_providers_error():
 
 BENIGN: dict[str, tuple[str, bytes, bytes, str]] = {
     "chat_comment_and_repeated_done": (
-        "openai-chat", sse(*CHAT_HEAD, "[DONE]"), b": keep-alive\n\ndata: [DONE]\n\n: OPENROUTER PROCESSING\n\n", "sse"),
+        "openai-chat", sse(*CHAT_HEAD, "[DONE]"), b": keep-alive\n\ndata: [DONE]\n\n: OPENROUTER PROCESSING\n\n",
+        "sse"),
     "anthropic_ping_and_comment": (
         "anthropic", _anthropic(), b"event: ping\ndata: {\"type\": \"ping\"}\n\n: keep-alive\n\n", "sse"),
     "responses_done_sentinel": ("openai-responses", _responses(), b"data: [DONE]\n\n", "sse"),

@@ -11,13 +11,13 @@ call; the following ``functionCall`` parts carry ``partialArgs`` (typed values b
 one path concatenate) and omit name and id; ``{"willContinue": true}`` parts are separators; an empty
 ``functionCall: {}`` ends the call. When that end marker never comes, a ``STOP`` finish ends the call provided
 its last part said no more would follow (``willContinue`` absent); otherwise the candidate contradicts itself
-and the turn is a protocol error. The arguments are
-built as an object from the paths, so they equal the unary form; ``raw_arguments`` is that object's JSON.
+and the turn is a protocol error. The arguments are built as an object from the paths, so they equal the unary
+form; ``raw_arguments`` is that object's JSON.
 
-``finishReason`` is the candidate's end (``STOP`` with calls is reported as ``tool_calls``, as everywhere); there is
-no sentinel, so a stream that closes without one was cut. A response streamed as one JSON array ends with the
-array: a value after it is a protocol error. Errors arrive as ``{"error": {code, message, status,
-details}}``, possibly wrapped in a one-element array.
+``finishReason`` is the candidate's end (``STOP`` with calls is reported as ``tool_calls``, as everywhere); there
+is no sentinel, so a stream that closes without one was cut. A response streamed as one JSON array ends with the
+array: a value after it is a protocol error. Errors arrive as ``{"error": {code, message, status, details}}``,
+possibly wrapped in a one-element array.
 
 Replay (D3, PITFALL 16): ``assistant_message()`` is the model ``Content`` of candidate 0 with every part
 verbatim and in order (``thoughtSignature`` on its exact part, empty-text signature parts kept); a streamed call

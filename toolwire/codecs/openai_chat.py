@@ -3,8 +3,9 @@
 Wire facts (WIRE.md A): chunks have no ``event:`` name; ``choices[].delta.tool_calls[]`` carry ``index``, and
 ``id``/``type``/``function.name`` on a call's first fragment only; ``arguments`` are string fragments; the
 choice's ``finish_reason`` is the terminator (``stop`` after tool calls is tolerated); ``data: [DONE]`` ends the
-stream (a payload after it is a protocol error); ``choices: []`` appears in usage-only and Azure content-filter chunks. Errors arrive in-stream as a
-top-level ``error`` (OpenAI, OpenRouter, Groq's ``event: error``) or as ``{"object": "error", …}`` (vLLM, Mistral).
+stream (a payload after it is a protocol error); ``choices: []`` appears in usage-only and Azure content-filter
+chunks. Errors arrive in-stream as a top-level ``error`` (OpenAI, OpenRouter, Groq's ``event: error``) or as
+``{"object": "error", …}`` (vLLM, Mistral).
 
 Correlation (PITFALLS 1 to 6): by id first, then index, then the latest open call; ``id`` and ``name`` are set
 once and never appended (a repeat is ignored, a conflicting name is a problem); a new id without a name on an
@@ -361,8 +362,7 @@ class OpenAIChatCodec(Codec):
         if state == _EMPTY:
             return False  # nothing (or white space) so far: a continuation
         if state != _WHOLE:
-            # an unfinished value; or a cumulative resend, whose fragment starts with everything so far
-            return False
+            return False  # an unfinished value (a cumulative resend's too), or no JSON value: a continuation
         prev = shape.whole_value(frags)
         if prev is None or (len(args) >= shape.size and args.startswith("".join(frags))):
             return False  # (joined only when the fragment is at least as long: linear overall)
