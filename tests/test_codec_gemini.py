@@ -154,9 +154,9 @@ CASES: dict[str, tuple[bytes, list, str | None, FinishReason | None, bool]] = {
             chunk(text(""), finish="STOP")),
         [(None, "writeItems", {"operations": [{"action": "add", "price": 0.5}]}, "complete")], "STOP",
         FinishReason.TOOL_CALLS, True),
-    "streamed_call_cut_by_stop_while_more_was_announced": (
+    "stop_while_a_streamed_call_announced_more_is_a_protocol_error": (
         sse(chunk(start("f")), chunk(partial(pa("$.a", "x", more=True))), chunk(text(""), finish="STOP")),
-        [(None, "f", None, "truncated")], "STOP", FinishReason.TOOL_CALLS, True),
+        [(None, "f", None, "errored")], "STOP", FinishReason.TOOL_CALLS, False),
     "streamed_call_without_arguments": (
         sse(chunk(start("ping", id="p1")), chunk(END, finish="STOP")),
         [("p1", "ping", {}, "complete")], "STOP", FinishReason.TOOL_CALLS, True),

@@ -296,9 +296,9 @@ CASES: dict[str, tuple] = {
     "output_item_done_alone_is_a_terminator": (
         stream(function_item(0, "fc_1", "call_1", "f", '{"a":1}', args_done=False)),
         [("call_1", "f", {"a": 1}, "complete", "function")], [], "completed", FinishReason.TOOL_CALLS, None),
-    "completed_before_the_terminator_truncates_the_call": (
+    "completed_before_the_terminator_is_a_protocol_error": (
         stream(function_item(0, "fc_1", "call_1", "f", '{"a":1}', args_done=False, item_done=False)),
-        [("call_1", "f", None, "truncated", "function")], [], "completed", FinishReason.TOOL_CALLS, None),
+        [("call_1", "f", None, "errored", "function")], [], "completed", FinishReason.TOOL_CALLS, "protocol_error"),
     "stream_cut_without_a_terminal_event": (
         stream(function_item(0, "fc_1", "call_1", "f", '{"a":1}'), terminal=None),
         [("call_1", "f", {"a": 1}, "complete", "function")], [], None, None, "stream_cut"),
@@ -385,7 +385,6 @@ def test_truncation_problems_say_what_cut_the_call():
         "item_done_with_status_incomplete_is_cut_not_completed": ProblemCode.CUT_BY_LENGTH,
         "failed": ProblemCode.STREAM_ERROR,
         "flat_error_event": ProblemCode.STREAM_ERROR,
-        "completed_before_the_terminator_truncates_the_call": ProblemCode.STREAM_CUT,
     }
     for name, code in expected.items():
         (call,) = parse(CASES[name][0]).calls

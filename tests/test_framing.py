@@ -926,6 +926,19 @@ def test_jsonvalues_has_pending_inside_second_array():
     assert dec.has_pending  # the second array is open: a stream cut here is truncated (False today)
 
 
+def test_jsonvalues_array_end_counts_the_values_before_the_first_array_closed():
+    """``array_end`` is the number of values returned before the first top-level array closed, however the
+    bytes are cut, so a parser can tell which values came after the array's end."""
+    data = b'[{"a":1},\n{"b":2}\n] {"c":3}[{"d":4}]'
+    for cut in range(len(data) + 1):
+        dec = JSONValuesDecoder()
+        got = dec.feed(data[:cut])
+        assert dec.array_end is None or dec.array_end == 2
+        got += dec.feed(data[cut:])
+        assert got == [b'{"a":1}', b'{"b":2}', b'{"c":3}', b'{"d":4}']
+        assert dec.array_end == 2 and dec.emitted == 4
+
+
 def test_jsonvalues_over_cap_value_rejected_whatever_the_chunking():
     """An over-cap value raises whether it arrives in pieces or inside one chunk (same bytes, same outcome)."""
     data = b'{"a":"' + b"x" * 1000 + b'"}'

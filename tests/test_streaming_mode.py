@@ -41,10 +41,11 @@ def test_streaming_mode_releases_ended_calls_from_the_shared_machine():
     parser.close()
 
 
-def test_streaming_mode_memory_does_not_grow_with_the_number_of_calls():
-    """Peak traced memory for 4000 calls stays close to that for 400 (bounded by open calls, not the stream)."""
+def test_streaming_mode_memory_grows_by_an_id_per_call_not_by_its_arguments():
+    """From 400 to 4000 calls of 2 kB arguments each, peak traced memory grows by under 200 bytes a call: an
+    ended call's arguments are not kept, only its id (so that a replayed block is refused)."""
     def peak(n: int) -> int:
-        data = _many_calls(n)
+        data = _many_calls(n, size=2000)
         chunks = [data[i:i + 4096] for i in range(0, len(data), 4096)]
         del data
         gc.collect()
@@ -58,7 +59,7 @@ def test_streaming_mode_memory_does_not_grow_with_the_number_of_calls():
         return top
 
     small, large = peak(400), peak(4000)
-    assert large < small * 2, (small, large)
+    assert (large - small) / 3600 < 200, (small, large)
 
 
 def test_keep_calls_default_retains_the_whole_turn():

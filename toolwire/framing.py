@@ -321,12 +321,13 @@ class JSONValuesDecoder:
 
     With ``unwrap_array`` (the default), a top-level array is not one value: each of its elements is returned as
     soon as it is complete, so an array streamed progressively (``[{…}\\n,{…}\\n]``) yields its elements as they
-    arrive. Scalars at the top level are not supported (they are reported as a ``FramingError``). Only new bytes
-    are scanned, and a value's pieces are joined once when it completes, so the cost is linear in the input.
+    arrive; ``array_end`` tells which values came after the first such array closed. Scalars at the top level
+    are not supported (they are reported as a ``FramingError``). Only new bytes are scanned, and a value's pieces
+    are joined once when it completes, so the cost is linear in the input.
     """
 
     __slots__ = ("_parts", "_plen", "_depth", "_in_str", "_esc", "_in_value", "_max", "_unwrap", "_in_array",
-                 "_started", "_head", "_array_closed")
+                 "_started", "_head", "_array_closed", "emitted", "array_end")
 
     def __init__(self, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, *, unwrap_array: bool = True) -> None:
         self._max = max_message_bytes
@@ -341,6 +342,10 @@ class JSONValuesDecoder:
         self._array_closed = False
         self._started = False
         self._head = b""  # first bytes, until the BOM check is done
+        self.emitted = 0  # values returned so far
+        #: how many values had been returned when the first top-level array closed (None: it has not):
+        #: the values from that number on came after the array's end
+        self.array_end: int | None = None
 
     @property
     def has_pending(self) -> bool:
@@ -376,6 +381,8 @@ class JSONValuesDecoder:
                 if c == 93 and self._in_array:  # ']' closes it
                     self._in_array = False
                     self._array_closed = True
+                    if self.array_end is None:
+                        self.array_end = self.emitted + len(out)
                     pos += 1
                     continue
                 if c not in (123, 91):  # '{' or '['
@@ -428,6 +435,7 @@ class JSONValuesDecoder:
             self._plen += len(piece)
             if self._plen > self._max:
                 raise _too_big("JSON value", self._plen, self._max, piece[:200])
+        self.emitted += len(out)
         return out
 
     def close(self) -> list[bytes]:

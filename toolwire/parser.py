@@ -39,9 +39,11 @@ class StreamParser:
 
     ``keep_calls=False`` is a streaming mode for gateways: each call is forgotten once its end event
     (``CallCompleted`` / ``CallTruncated`` / ``CallErrored``) was returned, so memory is bounded by the calls
-    still open rather than the whole response; the final Turn then holds only calls still open at close and no
-    assistant message. (Chat Completions calls all end at the choice's finish_reason, so there they are held
-    until it arrives.)
+    still open rather than the whole response (Anthropic keeps only each ended call's id, to refuse a replayed
+    block); the final Turn then holds only calls still open at close and no assistant message. Both modes
+    report the same finish reason, error and call end events. (Chat Completions calls all end at the choice's
+    finish_reason, so there they are held until it arrives.) A fragment for a call the streaming mode already
+    forgot is a protocol error on the turn; the default mode also reports that call ``errored`` again.
     """
 
     def __init__(self, provider: str, *, format: str = "sse",
@@ -100,8 +102,22 @@ class StreamParser:
             self._fail_framing(exc)
         codec = self._codec
         if payloads:
-            codec.feed_payloads(payloads, type(framer) is SSEDecoder)
+            if type(framer) is JSONValuesDecoder and framer.array_end is not None:
+                self._feed_values(framer, payloads)
+            else:
+                codec.feed_payloads(payloads, type(framer) is SSEDecoder)
         return codec.asm.take_events()
+
+    def _feed_values(self, framer: JSONValuesDecoder, payloads: list[bytes]) -> None:
+        """A response sent as one JSON array ends with it: the values after the array's end are payloads after
+        the stream's terminator."""
+        codec = self._codec
+        cut = max(0, framer.array_end - (framer.emitted - len(payloads)))
+        if cut:
+            codec.feed_payloads(payloads[:cut], False)
+        if cut < len(payloads):
+            codec.asm.stream_ended("the end of the top-level JSON array")
+            codec.feed_payloads(payloads[cut:], False)
 
     def _fail_framing(self, exc: FramingError) -> None:
         exc.provider = self.provider

@@ -171,10 +171,12 @@ def test_pitfall_06_new_id_per_fragment_without_a_name_is_a_continuation():
 
 
 def test_pitfall_07_finish_reason_stop_after_tool_calls_keeps_the_calls():
-    """finish_reason 'stop' after tool calls (gpt-4o, Ollama) still completes them; the turn is clean."""
+    """finish_reason 'stop' after tool calls (gpt-4o, Ollama) still completes them; the turn is clean, and
+    reported as tool_calls (the provider's word stays in raw_finish_reason)."""
     data = sse(chunk(tc(0, "call_1", "f", '{"a":1}')), chunk(finish="stop"), "[DONE]")
     turn = toolwire.parse("openai-chat", data)
-    assert turn.finish_reason is FinishReason.STOP and turn.finished_cleanly
+    assert turn.finish_reason is FinishReason.TOOL_CALLS and turn.raw_finish_reason == "stop"
+    assert turn.finished_cleanly
     assert [c.state for c in turn.calls] == [CallState.COMPLETE]
     assert turn.runnable_calls == turn.calls
 

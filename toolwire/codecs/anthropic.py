@@ -2,7 +2,8 @@
 
 Wire facts (WIRE.md C): ``message_start`` → per block ``content_block_start`` / ``content_block_delta`` /
 ``content_block_stop`` (``index`` is the position in ``message.content``) → ``message_delta`` (``stop_reason``)
-→ ``message_stop``; ``ping`` and ``error`` may appear anywhere; unknown event and delta types are skipped.
+→ ``message_stop``, the stream's terminator (nothing but a ``ping`` may follow it); ``ping`` and ``error`` may
+appear anywhere before it; unknown event and delta types are skipped.
 ``tool_use`` blocks are the application's calls; ``server_tool_use`` and ``mcp_tool_use`` run at the provider
 and go to ``server_calls``. A tool's input streams as ``input_json_delta.partial_json`` fragments and is parsed
 at ``content_block_stop`` (an empty buffer is ``{}``). Thinking, redacted thinking and signatures are kept
@@ -165,12 +166,38 @@ class _BlockState:
         self.stopped = False
 
 
+class _Indexes:
+    """The set of block indexes started so far, in constant space while they come in order (0, 1, 2 …), as
+    they do: the streaming mode forgets a block once it stopped but must still refuse its index again."""
+
+    __slots__ = ("next", "others")
+
+    def __init__(self) -> None:
+        self.next = 0  # every index below this one was started
+        self.others: set[int] = set()  # the ones started out of order
+
+    def add(self, index: int) -> None:
+        if index != self.next:
+            self.others.add(index)
+            return
+        index += 1
+        while index in self.others:
+            self.others.discard(index)
+            index += 1
+        self.next = index
+
+    def __contains__(self, index: int) -> bool:
+        return 0 <= index < self.next or index in self.others
+
+
 class AnthropicCodec(Codec):
     provider = "anthropic"
 
     def __init__(self) -> None:
         super().__init__()
         self._blocks: dict[int, _BlockState] = {}
+        self._started_indexes = _Indexes()  # also the blocks the streaming mode forgot
+        self._ids: set[str] = set()  # ids of the tool blocks so far: a repeated one is a replay
         self._message_id: str | None = None
         self._started = False
         self._stopped = False
@@ -280,7 +307,10 @@ class AnthropicCodec(Codec):
     def _late_delta(self, index: int, blk: _BlockState | None, delta: Any) -> None:
         asm = self.asm
         if blk is None:
-            asm.protocol_error(f"content_block_delta for block {index}, which was never started")
+            if index in self._started_indexes:  # streaming mode: a block that stopped and was forgotten
+                asm.protocol_error(f"content_block_delta for block {index} after its content_block_stop")
+            else:
+                asm.protocol_error(f"content_block_delta for block {index}, which was never started")
             return
         rec = blk.rec
         if rec is not None and type(delta) is _InputJsonDelta and delta.partial_json:
@@ -334,7 +364,7 @@ class AnthropicCodec(Codec):
 
     def _block_start(self, index: int, raw: msgspec.Raw) -> None:
         asm = self.asm
-        if index in self._blocks:
+        if index in self._started_indexes:
             asm.protocol_error(f"content_block_start for block {index}, which was already started")
             return
         try:
@@ -349,6 +379,11 @@ class AnthropicCodec(Codec):
         rec = None
         t = block.type
         if t in _CLIENT_TOOL_BLOCKS or t in _SERVER_TOOL_BLOCKS:
+            if block.id:
+                if block.id in self._ids:
+                    asm.protocol_error(f"content block {index} repeats the id {block.id!r} of an earlier block")
+                    return
+                self._ids.add(block.id)
             meta: dict[str, Any] = {"block_index": index}
             if block.caller is not None:
                 meta["caller"] = block.caller
@@ -364,29 +399,32 @@ class AnthropicCodec(Codec):
             if isinstance(text, str) and text:
                 asm.add_text(text)
         self._blocks[index] = _BlockState(raw_dict, t, rec)
+        self._started_indexes.add(index)
         self._last_index = index if self._last_index is None or index > self._last_index else self._last_index
 
     def _block_stop(self, index: int) -> None:
         asm = self.asm
         blk = self._blocks.get(index)
-        if blk is None:
-            asm.protocol_error(f"content_block_stop for block {index}, which was never started")
-            return
-        if blk.stopped:
-            asm.protocol_error(f"second content_block_stop for block {index}")
+        if blk is None or blk.stopped:
+            if blk is None and index not in self._started_indexes:
+                asm.protocol_error(f"content_block_stop for block {index}, which was never started")
+            else:
+                asm.protocol_error(f"second content_block_stop for block {index}")
             return
         blk.stopped = True
         asm.terminate(blk.rec)  # deltas replace the placeholder input, as the SDK does
         if not asm.keep_calls:
-            # streaming mode: nothing is kept for replay; only the last block is remembered (a max_tokens
-            # finish truncates it), so memory stays bounded by the blocks still open
-            self._last_block = blk
+            # streaming mode: nothing is kept for replay; only the block with the highest index is remembered
+            # (a max_tokens finish truncates it), so memory stays bounded by the blocks still open
+            if index == self._last_index:
+                self._last_block = blk
             del self._blocks[index]
 
     def _message_stop(self) -> None:
         asm = self.asm
         self._stopped = True
         asm.finished = True
+        asm.stream_ended("message_stop")
         raw = self._stop_reason
         reason = _STOP.get(raw, FinishReason.OTHER) if raw is not None else None
         if reason is None:
@@ -400,8 +438,15 @@ class AnthropicCodec(Codec):
                 asm.truncate(last.rec, ProblemCode.CUT_BY_LENGTH,
                              f"the turn hit its token limit ({raw}) in this call")
         asm.finish_choice(0, reason, raw)  # a length or refusal finish truncates the open calls
-        # a call still open at a clean message_stop never got its terminator
-        asm.truncate_open(ProblemCode.STREAM_CUT, "message_stop arrived before the call's content_block_stop")
+        # a call still open at a clean message_stop never got its content_block_stop
+        asm.fail_unterminated("message_stop")
+
+    def ignorable_after_end(self, event: str | None, data: bytes) -> bool:
+        """A ``ping`` is a keep-alive: it says nothing about the message."""
+        try:
+            return _ENVELOPE.decode(data).type == "ping"
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return False
 
     def on_close(self) -> None:
         asm = self.asm

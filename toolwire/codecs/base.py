@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 
 import msgspec
 
+from .. import _log
 from ..statemachine.assembler import Assembler
 from ..types import ProblemCode, StreamError
 
@@ -40,18 +41,40 @@ class Codec:
         raise NotImplementedError
 
     def feed_payloads(self, payloads: list[Any], sse: bool) -> None:
-        """Hand framed payloads to ``on_payload`` in order: ``asm.position`` numbers them (traces cite it), and
-        nothing more is handled once the stream is in its terminal error state."""
+        """Hand framed payloads to ``on_payload`` in order: ``asm.position`` numbers them (traces cite it),
+        nothing more is handled once the stream is in its terminal error state, and a payload after the
+        stream's terminator goes to ``after_end`` instead."""
         asm = self.asm
         on_payload = self.on_payload
         for item in payloads:
             asm.position += 1
             if asm.failed:
                 continue
-            if sse:
+            if asm.ended_by is not None:
+                if sse:
+                    self.after_end(item.event, item.data)
+                else:
+                    self.after_end(None, item)
+            elif sse:
                 on_payload(item.event, item.data)
             else:
                 on_payload(None, item)
+
+    def after_end(self, event: str | None, data: bytes) -> None:
+        """A payload after the stream's terminator. Whatever it says (a call, text, another finish), the turn
+        already ended, so it is a protocol error on the turn and nothing in it is read; only a payload that
+        cannot say anything (``ignorable_after_end``: a repeated sentinel, a keep-alive) is skipped."""
+        asm = self.asm
+        if self.ignorable_after_end(event, data):
+            if _log.enabled(_log.DEBUG):
+                _log.emit(_log.DEBUG, "payload.skipped", provider=self.provider,
+                          reason="keep-alive after the stream's terminator", type=event, position=asm.position)
+            return
+        asm.protocol_error(f"a payload arrived after the stream's terminator ({asm.ended_by})", data)
+
+    def ignorable_after_end(self, event: str | None, data: bytes) -> bool:
+        """True for a payload that carries nothing and may follow the terminator (none by default)."""
+        return False
 
     def on_close(self) -> None:
         """The byte stream ended: apply the dialect's end rules, then the assembler's."""

@@ -10,12 +10,14 @@ Vertex streamed arguments (WIRE.md D5): a ``functionCall`` with ``name`` and ``w
 call; the following ``functionCall`` parts carry ``partialArgs`` (typed values by JSON path; string fragments of
 one path concatenate) and omit name and id; ``{"willContinue": true}`` parts are separators; an empty
 ``functionCall: {}`` ends the call. When that end marker never comes, a ``STOP`` finish ends the call provided
-its last part said no more would follow (``willContinue`` absent); otherwise the call was cut. The arguments are
-built as an object from the paths, so they equal the unary form; ``raw_arguments`` is that object's JSON.
+its last part said no more would follow (``willContinue`` absent); otherwise the candidate contradicts itself
+and the turn is a protocol error. The arguments are built as an object from the paths, so they equal the unary
+form; ``raw_arguments`` is that object's JSON.
 
-``finishReason`` is the candidate's end: ``STOP`` is a tool-call finish when the candidate has calls; there is
-no sentinel, so a stream that closes without one was cut. Errors arrive as ``{"error": {code, message, status,
-details}}``, possibly wrapped in a one-element array.
+``finishReason`` is the candidate's end (``STOP`` with calls is reported as ``tool_calls``, as everywhere); there
+is no sentinel, so a stream that closes without one was cut. A response streamed as one JSON array ends with the
+array: a value after it is a protocol error. Errors arrive as ``{"error": {code, message, status, details}}``,
+possibly wrapped in a one-element array.
 
 Replay (D3, PITFALL 16): ``assistant_message()`` is the model ``Content`` of candidate 0 with every part
 verbatim and in order (``thoughtSignature`` on its exact part, empty-text signature parts kept); a streamed call
@@ -120,7 +122,7 @@ _FINISH = {
 
 
 def finish_reason_of(raw: str) -> FinishReason:
-    """Canonical reason for a Gemini ``finishReason`` (``STOP`` before the has-calls rule)."""
+    """Canonical reason for a Gemini ``finishReason`` (``STOP`` before the has-calls rule of the assembler)."""
     reason = _FINISH.get(raw)
     if reason is None:
         reason = FinishReason.CONTENT_FILTER if raw.startswith("IMAGE_") else FinishReason.OTHER
@@ -306,13 +308,12 @@ class _Streamed:
 
 
 class _Cand:
-    __slots__ = ("index", "entries", "open", "calls", "first", "signed", "finished")
+    __slots__ = ("index", "entries", "open", "first", "signed", "finished")
 
     def __init__(self, index: int) -> None:
         self.index = index
         self.entries: list[Any] = []  # replay parts: msgspec.Raw (verbatim) or _Streamed
         self.open: _Streamed | None = None
-        self.calls = 0  # client calls in this candidate
         self.first: Any = None  # its first client call
         self.signed = False  # some call of this candidate carries a thought signature
         self.finished = False
@@ -510,7 +511,6 @@ class GeminiCodec(Codec):
             meta["thought_signature"] = sig
             st.signed = True
         rec = asm.open_call(call_id=fc.id, name=name, choice=st.index, meta=meta)
-        st.calls += 1
         if st.first is None:
             st.first = rec
         if fc.will_continue:
@@ -562,20 +562,15 @@ class GeminiCodec(Codec):
         reason = finish_reason_of(raw)
         if reason is FinishReason.STOP:
             cur = st.open
-            if cur is not None:
-                # no end marker came: the finish ends the call if its last part said nothing would follow
-                if cur.ended:
-                    self._end_streamed(st)
-                else:
-                    st.open = None
-                    asm.truncate(cur.rec, ProblemCode.STREAM_CUT,
-                                 "the candidate finished while the call's partialArgs announced more")
-            if st.calls:
-                reason = FinishReason.TOOL_CALLS
-        else:
-            st.open = None  # finish_choice truncates it
+            if cur is not None and cur.ended:
+                # no end marker came, but the call's last part said nothing would follow: the finish ends it
+                self._end_streamed(st)
+        st.open = None
         st.finished = True
-        asm.finish_choice(st.index, reason, raw)
+        asm.finish_choice(st.index, reason, raw)  # a finish other than STOP truncates a call still open
+        # after STOP, a streamed call whose last part announced more is still open: the candidate contradicts
+        # itself
+        asm.fail_unterminated(f"finishReason {raw} of candidate {st.index}", st.index)
 
     def on_close(self) -> None:
         asm = self.asm

@@ -3,12 +3,14 @@
 Wire facts (WIRE.md E): SSE with ``event:`` and a payload discriminated by ``event_type`` (not ``type``); the
 stream ends with ``data: [DONE]``. Current ("steps") schema: ``interaction.created`` → per step ``step.start
 {index, step}`` / ``step.delta {index, delta}`` / ``step.stop {index}`` → ``interaction.completed {interaction:
-{status}}``; ``interaction.status_update`` and ``error {error: {code, message}}`` may appear anywhere. A
+{status}}`` → ``[DONE]``; ``interaction.status_update`` and ``error {error: {code, message}}`` may appear anywhere
+before the completion. Nothing but ``[DONE]`` may follow the completion, and nothing may follow ``[DONE]``. A
 ``function_call`` step ``{id, name, arguments}`` is a call; its arguments stream as ``arguments_delta`` string
 fragments and are parsed at ``step.stop`` (whole ``arguments`` on the start, if any, are replaced by deltas).
 Built-in ``*_call`` steps (Google Search, code execution, MCP servers …) run at Google: ``server_calls``.
-The turn's end is the interaction's status: ``requires_action`` (calls pending) → tool_calls, ``completed`` →
-stop, ``incomplete`` / ``budget_exceeded`` → length, ``failed`` / ``cancelled`` → error.
+The turn's end is the interaction's status: ``requires_action`` (calls pending) and ``completed`` end it cleanly
+(``tool_calls`` when it has client calls, else ``stop``), ``incomplete`` / ``budget_exceeded`` → length,
+``failed`` / ``cancelled`` → error.
 
 The legacy "outputs" schema (≤ 2026-05) is read too: ``interaction.start``, ``content.start {index, content}``,
 ``content.delta`` (a function_call delta carries the **whole** ``arguments`` object), ``content.stop``,
@@ -233,6 +235,7 @@ class GeminiInteractionsCodec(Codec):
         if data[:6] == b"[DONE]":
             self.done = True
             asm.understood += 1
+            asm.stream_ended("[DONE]")
             return
         try:
             ev = _EVENTS.decode(data)
@@ -286,9 +289,6 @@ class GeminiInteractionsCodec(Codec):
                 return
             self._interaction(ev.interaction)
         elif cls is _Completed or cls is _Complete:
-            if self._completed:
-                asm.protocol_error("a second interaction.completed")
-                return
             self._interaction(ev.interaction)
             if not self._steps:
                 self._whole_steps(ev.interaction)
@@ -298,6 +298,10 @@ class GeminiInteractionsCodec(Codec):
                 asm.usage = ev.usage
         else:  # error
             asm.stream_error(_error_from(ev.error))
+
+    def ignorable_after_end(self, event: str | None, data: bytes) -> bool:
+        """The ``[DONE]`` that closes the stream, after the interaction's completion (or repeated)."""
+        return data[:6] == b"[DONE]"
 
     def _unusual(self, data: bytes, exc: Exception) -> None:
         """Not a known event: an unknown event or delta type is skipped, a whole Interaction body is read, and
@@ -397,6 +401,7 @@ class GeminiInteractionsCodec(Codec):
             return
         self._completed = True
         asm.finished = True
+        asm.stream_ended("the interaction's completion")
         status = it.status
         if status is None:
             asm.stream_error(StreamError(type="protocol_error", message="the interaction ended without a status"),
@@ -404,7 +409,7 @@ class GeminiInteractionsCodec(Codec):
             return
         reason = _STATUS.get(status, FinishReason.OTHER)
         asm.finish_choice(0, reason, status)  # a length or error finish truncates the open calls
-        asm.truncate_open(ProblemCode.STREAM_CUT, "the interaction completed before the step's stop event")
+        asm.fail_unterminated(f"the interaction's completion ({status})")  # a step never stopped
         if reason is FinishReason.ERROR:
             err = it.error if it.error is not None else it.errors
             if err:
@@ -417,9 +422,6 @@ class GeminiInteractionsCodec(Codec):
         asm = self.asm
         if index in self._steps:
             asm.protocol_error(f"start of step {index}, which was already started")
-            return
-        if self._completed:
-            asm.protocol_error(f"start of step {index} after the interaction completed")
             return
         try:
             step = _STEP.decode(raw)

@@ -3,8 +3,9 @@
 Wire facts (WIRE.md A): chunks have no ``event:`` name; ``choices[].delta.tool_calls[]`` carry ``index``, and
 ``id``/``type``/``function.name`` on a call's first fragment only; ``arguments`` are string fragments; the
 choice's ``finish_reason`` is the terminator (``stop`` after tool calls is tolerated); ``data: [DONE]`` ends the
-stream; ``choices: []`` appears in usage-only and Azure content-filter chunks. Errors arrive in-stream as a
-top-level ``error`` (OpenAI, OpenRouter, Groq's ``event: error``) or as ``{"object": "error", …}`` (vLLM, Mistral).
+stream (a payload after it is a protocol error); ``choices: []`` appears in usage-only and Azure content-filter
+chunks. Errors arrive in-stream as a top-level ``error`` (OpenAI, OpenRouter, Groq's ``event: error``) or as
+``{"object": "error", …}`` (vLLM, Mistral).
 
 Correlation (PITFALLS 1 to 6): by id first, then index, then the latest open call; ``id`` and ``name`` are set
 once and never appended (a repeat is ignored, a conflicting name is a problem); a new id without a name on an
@@ -14,6 +15,7 @@ share index 0 with different ids stay separate.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import msgspec
@@ -87,8 +89,95 @@ _FINISH = {
 _ACC = CallState.ACCUMULATING
 
 
+_NOT_SPACE = re.compile(r"[^ \t\n\r]")
+_OUTSIDE = re.compile(r'["\[\]{}]')
+_INSIDE = re.compile(r'["\\]')
+
+_EMPTY, _OPEN, _WHOLE, _OTHER = range(4)
+
+
+class _Shape:
+    """Whether a call's argument text so far is one whole JSON object or array, kept up to date fragment by
+    fragment: each fragment is scanned once (strings and escapes respected), so a server that repeats the name
+    on every fragment costs linear time, not a join and a decode of the whole buffer per fragment.
+
+    ``state`` is ``_EMPTY`` (white space only), ``_OPEN`` (an object or array started and not yet closed),
+    ``_WHOLE`` (one closed, only white space after it) or ``_OTHER`` (a scalar, or text after the value).
+    """
+
+    __slots__ = ("seen", "size", "state", "depth", "in_str", "esc", "value")
+
+    def __init__(self) -> None:
+        self.seen = 0  # fragments of the call scanned so far
+        self.size = 0  # and their length
+        self.state = _EMPTY
+        self.depth = 0
+        self.in_str = False
+        self.esc = False  # the last fragment ended inside a string, right after a backslash
+        self.value: Any = _Shape  # the decoded whole value, once asked for (``_Shape``: not yet)
+
+    def update(self, frags: list[str]) -> int:
+        """Scan the fragments not seen yet; return the state."""
+        for text in frags[self.seen:]:
+            self.size += len(text)
+            self._scan(text)
+        self.seen = len(frags)
+        return self.state
+
+    def _scan(self, text: str) -> None:
+        pos, n = 0, len(text)
+        while pos < n and self.state != _OTHER:
+            if self.state != _OPEN:  # before or after the value: only white space may come
+                m = _NOT_SPACE.search(text, pos)
+                if m is None:
+                    return
+                if self.state == _WHOLE or text[m.start()] not in "{[":
+                    self.state = _OTHER
+                    return
+                self.state, self.depth, pos = _OPEN, 1, m.end()
+            elif self.in_str:
+                if self.esc:
+                    self.esc = False
+                    pos += 1
+                    continue
+                m = _INSIDE.search(text, pos)
+                if m is None:
+                    return
+                pos = m.end()
+                if m.group() == '"':
+                    self.in_str = False
+                elif pos < n:
+                    pos += 1  # the escaped character
+                else:
+                    self.esc = True
+            else:
+                m = _OUTSIDE.search(text, pos)
+                if m is None:
+                    return
+                pos = m.end()
+                c = m.group()
+                if c == '"':
+                    self.in_str = True
+                elif c == "{" or c == "[":
+                    self.depth += 1
+                else:
+                    self.depth -= 1
+                    if self.depth == 0:
+                        self.state = _WHOLE
+
+    def whole_value(self, frags: list[str]) -> Any:
+        """The decoded value of a ``_WHOLE`` text (decoded once), or None when it does not decode."""
+        if self.value is _Shape:
+            try:
+                self.value = msgspec.json.decode("".join(frags))
+            except msgspec.DecodeError:
+                self.value = None
+                self.state = _OTHER  # balanced but not JSON: never a whole value
+        return self.value
+
+
 class _ChoiceCalls:
-    __slots__ = ("by_index", "by_id", "last", "finished", "reasoning")
+    __slots__ = ("by_index", "by_id", "last", "finished", "reasoning", "shapes")
 
     def __init__(self) -> None:
         self.by_index: dict[int, Any] = {}
@@ -96,6 +185,7 @@ class _ChoiceCalls:
         self.last = None
         self.finished = False
         self.reasoning: list[str] = []
+        self.shapes: dict[Any, _Shape] = {}  # per call record checked for a repeated name
 
 
 def _error_from(value: Any, fallback_type: str = "api_error") -> StreamError:
@@ -124,6 +214,7 @@ class OpenAIChatCodec(Codec):
         if data[:6] == b"[DONE]":
             self.done = True
             asm.understood += 1
+            asm.stream_ended("[DONE]")
             return
         try:
             chunk = _DECODER.decode(data)
@@ -173,6 +264,10 @@ class OpenAIChatCodec(Codec):
             if ch.finish_reason:
                 self._finish(ch.index, st, ch.finish_reason)
 
+    def ignorable_after_end(self, event: str | None, data: bytes) -> bool:
+        """A repeated ``[DONE]`` says nothing new."""
+        return data[:6] == b"[DONE]"
+
     def _tool_call(self, choice: int, st: _ChoiceCalls, tc: _ToolCall, whole: bool) -> None:
         fn = tc.function
         # hot path: a continuation fragment (no id, no name) for an accumulating call at a known index
@@ -215,7 +310,7 @@ class OpenAIChatCodec(Codec):
                         st.by_id[call_id] = prev
             elif tc.index is not None:
                 rec = st.by_index.get(tc.index)
-                if rec is not None and name and rec.name and self._starts_new_call(rec, name, args):
+                if rec is not None and name and rec.name and self._starts_new_call(st, rec, name, args):
                     rec = None
             elif st.last is not None and st.last.is_open:
                 rec = st.last
@@ -248,20 +343,30 @@ class OpenAIChatCodec(Codec):
             asm.append_or_fail(rec, args if isinstance(args, str) else self.to_text(args))
 
     @staticmethod
-    def _starts_new_call(rec: Any, name: str, args: Any) -> bool:
+    def _starts_new_call(st: _ChoiceCalls, rec: Any, name: str, args: Any) -> bool:
         """A name re-sent without an id at a used index: a new call (Ollama's parallel calls all at index 0)
-        unless it is the same call repeated (PITFALL 3) or its arguments resent (PITFALL 2)."""
+        unless it is the same call repeated (PITFALL 3) or its arguments resent (PITFALL 2). A new call starts
+        only after the previous one's text is a whole JSON object or array; that is tracked incrementally
+        (``_Shape``), so checking every fragment of a call costs time linear in its text."""
         if name != rec.name:
             return True
         if not rec.is_open:
             return True
-        have = "".join(rec.frags)
-        if not have or not isinstance(args, str) or not args:
+        if not isinstance(args, str) or not args:
             return False
-        if args.startswith(have):
-            return False
+        frags = rec.frags
+        shape = st.shapes.get(rec)
+        if shape is None or shape.seen > len(frags):
+            shape = st.shapes[rec] = _Shape()
+        state = shape.update(frags)
+        if state == _EMPTY:
+            return False  # nothing (or white space) so far: a continuation
+        if state != _WHOLE:
+            return False  # an unfinished value (a cumulative resend's too), or no JSON value: a continuation
+        prev = shape.whole_value(frags)
+        if prev is None or (len(args) >= shape.size and args.startswith("".join(frags))):
+            return False  # (joined only when the fragment is at least as long: linear overall)
         try:
-            prev = msgspec.json.decode(have)
             new = msgspec.json.decode(args)
         except msgspec.DecodeError:
             return False
@@ -280,6 +385,7 @@ class OpenAIChatCodec(Codec):
                 else:
                     asm.complete(rec)
         st.finished = True
+        st.shapes.clear()
         asm.finish_choice(choice, reason, raw)
 
     def on_close(self) -> None:

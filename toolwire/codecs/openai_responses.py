@@ -2,8 +2,9 @@
 
 Wire facts (WIRE.md B): every stream event carries ``type`` and an increasing ``sequence_number``;
 ``response.created`` → per output item ``response.output_item.added`` / argument deltas / ``….done`` /
-``response.output_item.done`` → ``response.completed`` | ``response.incomplete`` | ``response.failed``; the flat
-``error`` event may come anywhere (some servers nest an ``error`` object in it); unknown event types are skipped.
+``response.output_item.done`` → ``response.completed`` | ``response.incomplete`` | ``response.failed``, the
+stream's terminator (only the ``[DONE]`` some proxies add may follow it); the flat ``error`` event may come anywhere
+before it (some servers nest an ``error`` object in it); unknown event types are skipped.
 A body is the Response object itself (``{"object": "response", "output": [...], "status": ...}``).
 
 Three ids (PITFALL 19): an item's ``id`` (``fc_…``) is what argument deltas name in ``item_id``; its ``call_id``
@@ -257,7 +258,6 @@ class OpenAIResponsesCodec(Codec):
         self._order: list[_ItemState] = []
         self._seq: int | None = None
         self._started = False
-        self._ended = False
         self._cut: list[Any] = []  # complete calls whose item ended with status "incomplete"
 
     # ---- payloads -------------------------------------------------------------------------------------
@@ -295,9 +295,6 @@ class OpenAIResponsesCodec(Codec):
             return
         if cls in _IGNORED_SET:
             return
-        if self._ended and cls is not _Error:
-            asm.protocol_error(f"{ev.__struct_config__.tag} after the response's terminal event")
-            return
         if cls is _Added:
             self._added(ev.output_index, ev.item)
         elif cls is _Done:
@@ -321,6 +318,10 @@ class OpenAIResponsesCodec(Codec):
                 asm.stream_error(_error_from(ev.error, "error"))
             else:
                 asm.stream_error(_error_from({"code": ev.code, "message": ev.message, "param": ev.param}, "error"))
+
+    def ignorable_after_end(self, event: str | None, data: bytes) -> bool:
+        """The ``[DONE]`` some proxies send after the terminal event says nothing."""
+        return data[:6] == b"[DONE]"
 
     def _unusual(self, data: bytes, exc: Exception) -> None:
         """A payload that did not fit the known event shapes: a whole Response body, an HTTP error body, an
@@ -636,7 +637,7 @@ class OpenAIResponsesCodec(Codec):
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             self.bad_payload(exc, data)
             return
-        if self._started or self._order or self._ended:
+        if self._started or self._order:
             asm.stream_error(StreamError(type="spliced_stream", message="a response body inside a stream"),
                              ProblemCode.PROTOCOL_ERROR)
             return
@@ -668,8 +669,8 @@ class OpenAIResponsesCodec(Codec):
             self._reconcile(resp.output)
             if asm.failed:
                 return
-        self._ended = True
         asm.finished = True
+        asm.stream_ended("the response body" if body else f"response.{kind}")
         raw = resp.status
         if kind == "failed":
             self._truncate_cut(ProblemCode.STREAM_ERROR, "the response failed")
@@ -677,10 +678,9 @@ class OpenAIResponsesCodec(Codec):
             asm.finish_choice(0, FinishReason.ERROR, raw)
             return
         if kind == "completed":
-            self._truncate_cut(ProblemCode.STREAM_CUT, "the call's item ended with status incomplete")
-            asm.truncate_open(ProblemCode.STREAM_CUT, "the response completed before the call's terminator")
-            reason = (FinishReason.TOOL_CALLS if any(not r.server for r in asm.records) else FinishReason.STOP)
-            asm.finish_choice(0, reason, raw)
+            asm.finish_choice(0, FinishReason.STOP, raw)  # tool_calls when it has calls (the assembler's rule)
+            self._fail_cut()
+            asm.fail_unterminated("response.completed")  # a call whose terminator never came
             return
         if kind == "incomplete":
             details = resp.incomplete_details
@@ -716,6 +716,19 @@ class OpenAIResponsesCodec(Codec):
                 self.asm.fail(rec, ProblemCode.FINAL_MISMATCH,
                               f"the final response's arguments ({len(final)} chars) differ from the assembled "
                               f"ones ({len(rec.raw)} chars)")
+
+    def _fail_cut(self) -> None:
+        """A response that completed although the item of one of its calls ended with status incomplete: the
+        events contradict each other, a protocol error on the turn (such a call is errored)."""
+        cut = [rec for rec in self._cut if rec.state is _COMPLETE]
+        self._cut.clear()
+        if not cut:
+            return
+        asm = self.asm
+        for rec in cut:
+            asm.fail(rec, ProblemCode.PROTOCOL_ERROR, "its item ended with status incomplete in a completed response")
+        ids = ", ".join(rec.call_id or rec.local_id for rec in cut)
+        asm.protocol_error(f"response.completed after the item of call {ids} ended with status incomplete")
 
     def _truncate_cut(self, code: ProblemCode, message: str) -> None:
         for rec in self._cut:

@@ -8,7 +8,10 @@ Codecs (one per dialect) translate wire events into calls on this object: ``open
   problem (it will be rejected, never run).
 * ``finish_choice()`` with a length or content-filter reason truncates the open calls of that choice; an error
   truncates every open call and puts the stream in a terminal state (later payloads are ignored).
+* A clean end while a call is still open (``fail_unterminated``) is a protocol error on the whole turn.
 * ``end_of_stream()`` truncates every call still open and records ``stream_cut`` when no terminal event came.
+* ``stream_ended()`` records the stream's terminator (Chat ``[DONE]``, Anthropic ``message_stop`` …): a payload
+  after it is never read as the dialect's data (``Codec.feed_payloads`` makes it a protocol error).
 """
 
 from __future__ import annotations
@@ -113,14 +116,29 @@ def recover_resent_arguments(frags: list[str]) -> tuple[str, str] | None:
     return None
 
 
+_ENDED_CLEANLY = (FinishReason.TOOL_CALLS, FinishReason.STOP)
+
+
 class _ChoiceState:
-    __slots__ = ("text", "emitted", "finish", "raw_finish")
+    __slots__ = ("text", "emitted", "finish", "raw_finish", "calls")
 
     def __init__(self) -> None:
         self.text: list[str] = []
         self.emitted = 0
         self.finish: FinishReason | None = None
         self.raw_finish: str | None = None
+        self.calls = 0  # client calls announced in this choice (server calls do not count)
+
+    @property
+    def finish_reason(self) -> FinishReason | None:
+        """The canonical finish reason, by one rule for every dialect: a choice that ended cleanly is
+        ``tool_calls`` when it announced at least one client call (in any state) and ``stop`` otherwise,
+        whatever word the provider used (``stop`` after tool calls, Gemini's ``STOP``, Anthropic's ``end_turn``
+        around programmatic calls …); ``pause`` and the unclean reasons are kept as they are."""
+        finish = self.finish
+        if finish in _ENDED_CLEANLY:
+            return FinishReason.TOOL_CALLS if self.calls else FinishReason.STOP
+        return finish
 
 
 class Assembler:
@@ -140,6 +158,7 @@ class Assembler:
         self.error: StreamError | None = None
         self.failed = False  # terminal error state: later payloads are ignored
         self.finished = False  # the dialect's end-of-turn event arrived
+        self.ended_by: str | None = None  # the stream's terminator, once it arrived: nothing may follow it
         self.response_id: str | None = None
         self.model: str | None = None
         self.usage: Any = None
@@ -163,6 +182,8 @@ class Assembler:
                          meta=meta, position_of=self.position_of)
         if self.keep_calls:
             self.records.append(rec)
+        if not server:
+            self.choice(choice).calls += 1
         self._open[id(rec)] = rec
         self.events.append(CallAnnounced(local_id=rec.local_id, call_id=rec.call_id, name=rec.name,
                                          kind=kind, index=index, choice=choice))
@@ -305,7 +326,8 @@ class Assembler:
         self.choice(choice).text.append(text)
 
     def finish_choice(self, choice: int, reason: FinishReason, raw: str | None) -> None:
-        """Record how ``choice`` ended and truncate what a non-clean finish cut."""
+        """Record how ``choice`` ended and truncate what a non-clean finish cut. ``tool_calls`` and ``stop`` both
+        mean "ended cleanly": which of the two the turn reports is decided by the calls (``_ChoiceState``)."""
         st = self.choice(choice)
         st.finish = reason
         st.raw_finish = raw
@@ -334,6 +356,20 @@ class Assembler:
 
         self.stream_error(StreamError(type="protocol_error", message=message, raw=excerpt(data) or None),
                           ProblemCode.PROTOCOL_ERROR)
+
+    def fail_unterminated(self, end: str, choice: int | None = None) -> None:
+        """The turn (or ``choice``) ended cleanly at ``end`` while calls were still open. Their terminators never
+        came, so the provider's events contradict each other: a protocol error on the whole turn, which runs
+        none of its calls (the open ones are errored), rather than a cut of those calls alone."""
+        open_calls = self.open_records(choice)
+        if open_calls:
+            ids = ", ".join(r.call_id or r.local_id for r in open_calls)
+            self.protocol_error(f"{end} arrived before the terminator of call {ids}")
+
+    def stream_ended(self, terminator: str) -> None:
+        """The stream's terminator arrived: any payload after it is a protocol error, never a call."""
+        if self.ended_by is None:
+            self.ended_by = terminator
 
     def end_of_stream(self) -> None:
         """The byte stream closed: every call still open is truncated; a missing end event is ``stream_cut``."""
@@ -372,12 +408,15 @@ class Assembler:
         records = self.records if self.keep_calls else list(self._open.values())
         calls = [r.to_call() for r in records if not r.server]
         server = [self._server_call(r) for r in records if r.server]
-        choices = [Choice(index=i, finish_reason=st.finish, raw_finish_reason=st.raw_finish, text="".join(st.text))
-                   for i, st in sorted(self.choices.items())] if len(self.choices) > 1 else []
+        # listed whenever the turn's own finish reason does not say it all: several choices, or one that is not 0
+        several = len(self.choices) > 1 or (self.choices and 0 not in self.choices)
+        choices = [Choice(index=i, finish_reason=st.finish_reason, raw_finish_reason=st.raw_finish,
+                          text="".join(st.text))
+                   for i, st in sorted(self.choices.items())] if several else []
         return Turn(
             provider=self.provider, calls=calls, server_calls=server,
             text="".join(first.text) if first else "",
-            finish_reason=first.finish if first else None,
+            finish_reason=first.finish_reason if first else None,
             raw_finish_reason=first.raw_finish if first else None,
             error=self.error, response_id=self.response_id, model=self.model, usage=self.usage,
             choices=choices, assistant_message=assistant_message, ended=ended,
