@@ -365,6 +365,20 @@ def test_the_transport_raises_only_a_typed_provider_error(sim, name, mode):
     fault, stream, requests = BAD_BODIES[name]
     sim.plan([fault()])
     body = {"model": MODEL, "messages": [{"role": "user", "content": HEIGHT}], "stream": stream}
+    if name in ("nested_json_body", "nested_sse_payload"):
+        # nesting past the parser's depth limit is recorded on the turn (the loop then rejects the turn)
+        if mode == "sync":
+            with HTTPTransport("openai-chat", model=MODEL, base_url=sim.base_url, api_key=KEY, stream=stream) as t:
+                turn = t.request(body)
+        else:
+            async def fetch() -> Any:
+                async with AsyncHTTPTransport("openai-chat", model=MODEL, base_url=sim.base_url, api_key=KEY,
+                                              stream=stream) as t:
+                    return await t.request(body)
+
+            turn = asyncio.run(fetch())
+        assert turn.error is not None and turn.error.type == "limit_exceeded" and not turn.finished_cleanly
+        return
     if mode == "sync":
         with HTTPTransport("openai-chat", model=MODEL, base_url=sim.base_url, api_key=KEY, stream=stream) as t:
             with pytest.raises(ProviderError) as info:
@@ -394,15 +408,15 @@ def nested(depth: int) -> dict[str, Any]:
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_arguments_nested_too_deep_to_replay_get_the_fallback(sim, provider, stream, mode, toolwire_debug):
-    """Arguments the parser could read but nothing after it should walk (500 levels) are refused before any
-    handler runs: one retry, then the fallback."""
+    """Arguments nested 500 levels deep are refused by the parser's depth limit before any handler runs: one
+    retry, then the fallback."""
     sim.plan([], then=Fault.arguments(nested(500)))
     world = DemoWorld()
     with capture_logs() as logs:
         result = run(sim, provider, mode, HEIGHT, world=world, stream=stream)
     assert_fallback(result, FallbackReason.PROVIDER_FAILED)
     assert len(sim.requests) == 2 and result.calls == []
-    assert [e["type"] for e in logs if e["event"] == "loop.turn_rejected"] == ["nesting_too_deep"] * 2
+    assert [e["type"] for e in logs if e["event"] == "loop.turn_rejected"] == ["limit_exceeded"] * 2
     assert_catalogued(logs)
 
 

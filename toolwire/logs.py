@@ -47,6 +47,9 @@ CATALOGUE: dict[str, EventSpec] = {
     "stream.error": _spec(
         "warning", "provider type message position",
         "the provider reported an error in the stream, sent something unusable, or the stream was cut"),
+    "payload.failed": _spec(
+        "warning", "error position provider",
+        "a payload made the codec fail in an unforeseen way: a protocol error on the turn (the error type is named)"),
     "payload.skipped": _spec(
         "debug", "provider reason type position",
         "a payload of a type toolwire does not know (providers add event types) was skipped"),

@@ -16,6 +16,7 @@ from .framing import (
     JSONValuesDecoder,
     SSEDecoder,
 )
+from .limits import DEFAULT_MAX_ARGUMENT_CHARS, DEFAULT_MAX_CALLS, DEFAULT_MAX_DEPTH
 from .types import Event, StreamError, Turn
 
 __all__ = ["StreamParser", "parse", "FORMATS"]
@@ -47,13 +48,21 @@ class StreamParser:
     """
 
     def __init__(self, provider: str, *, format: str = "sse",
-                 max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, keep_calls: bool = True) -> None:
+                 max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, keep_calls: bool = True,
+                 max_depth: int = DEFAULT_MAX_DEPTH, max_argument_chars: int = DEFAULT_MAX_ARGUMENT_CHARS,
+                 max_calls: int = DEFAULT_MAX_CALLS) -> None:
         if format not in FORMATS:
             raise UsageError(f"unknown format {format!r}; expected one of: {', '.join(FORMATS)}")
+        for name, value, least in (("max_message_bytes", max_message_bytes, 1), ("max_depth", max_depth, 1),
+                                   ("max_argument_chars", max_argument_chars, 1), ("max_calls", max_calls, 1)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise UsageError(f"{name} must be an int >= {least}, got {value!r}")
         self.provider = provider
         self.format = format
         self._codec = codec_for(provider)
-        self._codec.asm.keep_calls = keep_calls
+        asm = self._codec.asm
+        asm.keep_calls = keep_calls
+        asm.max_depth, asm.max_argument_chars, asm.max_calls = max_depth, max_argument_chars, max_calls
         self._max = max_message_bytes
         self._framer: Any = None if format == "auto" else self._make_framer(format)
         self._sniff = b""
@@ -154,10 +163,17 @@ class StreamParser:
                     type="no_payload",
                     message=f"no {self.provider} payload found in the input"
                             + (" (it is empty)" if asm.position == 0 else "")))
-            codec.on_close()
-            self._turn = asm.build_turn(codec.assistant_message())
+            try:
+                codec.on_close()
+            except Exception as exc:  # noqa: BLE001 - the provider's data, not the caller, is at fault
+                codec.payload_failed(exc, b"")
+            try:
+                message, messages = codec.assistant_message(), codec.choice_messages()
+            except Exception as exc:  # noqa: BLE001 - e.g. a text block that started with a number
+                codec.payload_failed(exc, b"")
+                message, messages = None, {}
+            self._turn = asm.build_turn(message)
             if self._turn.choices:
-                messages = codec.choice_messages()
                 for choice in self._turn.choices:
                     choice.assistant_message = messages.get(choice.index)
             asm.release()
@@ -184,14 +200,16 @@ class StreamParser:
 
 
 def parse(provider: str, data: bytes | str | Iterable[bytes], *, format: str = "auto",
-          max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> Turn:
+          max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, max_depth: int = DEFAULT_MAX_DEPTH,
+          max_argument_chars: int = DEFAULT_MAX_ARGUMENT_CHARS, max_calls: int = DEFAULT_MAX_CALLS) -> Turn:
     """Parse one whole response of dialect ``provider`` and return its Turn.
 
     ``data`` is bytes, str, or an iterable of byte chunks. ``format`` as for ``StreamParser`` (default
     ``"auto"``). Raises ``UsageError`` for an unknown provider or format, ``FramingError`` when a message exceeds
     ``max_message_bytes``; everything wrong in the provider's data is recorded on the Turn instead.
     """
-    parser = StreamParser(provider, format=format, max_message_bytes=max_message_bytes)
+    parser = StreamParser(provider, format=format, max_message_bytes=max_message_bytes, max_depth=max_depth,
+                          max_argument_chars=max_argument_chars, max_calls=max_calls)
     if isinstance(data, (bytes, bytearray, memoryview, str)):
         parser.feed(data)
     else:

@@ -91,6 +91,7 @@ class ProblemCode(str, enum.Enum):
     MISSING_NAME = "missing_name"
     FINAL_MISMATCH = "final_mismatch"  # the provider's authoritative final value differs from the deltas
     FRAGMENT_AFTER_END = "fragment_after_end"
+    LIMIT_EXCEEDED = "limit_exceeded"  # the response went past one of toolwire's limits (see toolwire.limits)
 
 
 class Problem(msgspec.Struct, frozen=True, gc=False):

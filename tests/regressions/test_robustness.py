@@ -37,3 +37,155 @@ def test_max_result_bytes_is_validated():
     for bad in (0, 10, "1MB", True, 1.5):
         with pytest.raises(UsageError):
             Dispatcher(Registry([]), max_result_bytes=bad)
+
+
+# ---- a provider's mistakes are recorded on the turn, never raised -----------------------------------------------
+
+import json  # noqa: E402
+
+
+def _sse(*events: dict, named: bool = False) -> bytes:
+    out = b""
+    for e in events:
+        if named:
+            out += b"event: " + e["type"].encode() + b"\n"
+        out += b"data: " + json.dumps(e).encode() + b"\n\n"
+    return out
+
+
+_ANTHROPIC_START = {"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant",
+                                                         "content": [], "model": "x"}}
+_DEEP = "[" * 1000 + "]" * 1000
+UNTYPED = {
+    "anthropic_text_block_starting_with_a_number": ("anthropic", _sse(
+        _ANTHROPIC_START, {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": 5}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "hi"}},
+        {"type": "content_block_stop", "index": 0}, {"type": "message_delta", "delta": {"stop_reason": "end_turn"}},
+        {"type": "message_stop"}, named=True)),
+    "anthropic_thinking_block_starting_with_a_number": ("anthropic", _sse(
+        _ANTHROPIC_START,
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": 5}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "hi"}},
+        {"type": "content_block_stop", "index": 0}, {"type": "message_delta", "delta": {"stop_reason": "end_turn"}},
+        {"type": "message_stop"}, named=True)),
+    "gemini_args_not_utf8": ("gemini", b'{"candidates":[{"content":{"role":"model","parts":[{"functionCall":'
+                                       b'{"name":"f","args":{"a":"\xff"}}}]},"finishReason":"STOP"}]}'),
+    "gemini_args_string_not_utf8": ("gemini", b'{"candidates":[{"content":{"role":"model","parts":[{"functionCall":'
+                                              b'{"name":"f","args":"\xff"}}]},"finishReason":"STOP"}]}'),
+    "interactions_model_output_content_5": ("gemini-interactions", json.dumps(
+        {"id": "i", "status": "completed", "steps": [{"type": "model_output", "content": 5}]}).encode()),
+    "responses_message_content_5": ("openai-responses", json.dumps(
+        {"id": "r", "object": "response", "status": "completed",
+         "output": [{"type": "message", "id": "m", "role": "assistant", "content": 5}]}).encode()),
+}
+DEEP = {
+    "chat_arguments": ("openai-chat", json.dumps({"id": "c", "object": "chat.completion", "choices": [
+        {"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "tool_calls": [
+            {"id": "x", "type": "function", "function": {"name": "f", "arguments": '{"a":' + _DEEP + "}"}}]}}]})),
+    "chat_envelope": ("openai-chat", '{"id":"c","object":"chat.completion","choices":[{"index":0,"finish_reason":'
+                                     '"stop","message":{"role":"assistant","content":"x","extra":' + _DEEP + "}}]}"),
+    "gemini_args": ("gemini", '{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"f",'
+                              '"args":{"a":' + _DEEP + '}}}]},"finishReason":"STOP"}]}'),
+    "anthropic_input": ("anthropic", '{"id":"m","type":"message","role":"assistant","content":[{"type":"tool_use",'
+                                     '"id":"t","name":"f","input":{"a":' + _DEEP + '}}],"stop_reason":"tool_use"}'),
+    "responses_arguments": ("openai-responses", json.dumps({"id": "r", "object": "response", "status": "completed",
+                            "output": [{"type": "function_call", "id": "fc", "call_id": "c", "name": "f",
+                                        "arguments": '{"a":' + _DEEP + "}", "status": "completed"}]})),
+    "interactions_arguments": ("gemini-interactions", '{"id":"i","status":"requires_action","steps":[{"type":'
+                                                      '"function_call","id":"c","name":"f","arguments":{"a":'
+                                                      + _DEEP + "}}]}"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNTYPED))
+@pytest.mark.parametrize("chunked", [False, True])
+def test_unexpected_value_types_are_protocol_errors_not_exceptions(name, chunked):
+    """Values of unexpected types deep in a payload, or text that is not UTF-8, are a protocol error on the turn."""
+    provider, data = UNTYPED[name]
+    pieces = [data[i:i + 7] for i in range(0, len(data), 7)] if chunked else data
+    turn = toolwire.parse(provider, pieces)
+    assert turn.error is not None and turn.error.type == "protocol_error"
+    assert not turn.finished_cleanly and turn.runnable_calls == []
+
+
+@pytest.mark.parametrize("name", sorted(DEEP))
+def test_nesting_past_max_depth_is_limit_exceeded(name):
+    """JSON nested about 1,000 deep, in arguments or in the envelope, is refused with a typed limit error on the
+    turn, well before Python's recursion limit; nothing in the turn runs."""
+    provider, data = DEEP[name]
+    turn = toolwire.parse(provider, data)
+    assert turn.error is not None and turn.error.type == "limit_exceeded", turn.error
+    assert turn.runnable_calls == []
+    results = Dispatcher(Registry([Tool.from_schema("f", {"type": "object"}, lambda a: 1, effect="write")])).run(
+        turn, conversation_id="c")
+    assert all(r.kind is K.NOT_RUN for r in results)
+
+
+def test_max_depth_is_configurable():
+    """Nesting within max_depth parses; a lower max_depth refuses it."""
+    nested = {"a": [[[[{"b": 1}]]]]}
+    data = body("anthropic", [("t", "f", nested)])
+    assert toolwire.parse("anthropic", data).calls[0].args == nested
+    assert toolwire.parse("anthropic", data, max_depth=3).error.type == "limit_exceeded"
+
+
+@pytest.mark.parametrize("provider", ["openai-chat", "anthropic", "openai-responses", "gemini-interactions"])
+def test_arguments_over_max_argument_chars_are_limit_exceeded(provider):
+    """A call's arguments longer than max_argument_chars end the turn with a limit error; nothing runs."""
+    data = body(provider, [("c", "f", {"text": "x" * 5000})])
+    assert toolwire.parse(provider, data).finished_cleanly
+    turn = toolwire.parse(provider, data, max_argument_chars=1000)
+    assert turn.error.type == "limit_exceeded" and turn.runnable_calls == []
+
+
+def test_streamed_arguments_over_max_argument_chars_are_cut_off_as_they_arrive():
+    """Streamed fragments past max_argument_chars end the turn while it streams (memory stays bounded)."""
+    from ..streamgen import chat_stream
+
+    stream = chat_stream([("call_1", "f", {"text": "y" * 20000})])
+    parser = toolwire.StreamParser("openai-chat", max_argument_chars=2000)
+    for i in range(0, len(stream), 512):
+        parser.feed(stream[i:i + 512])
+        if parser.turn.error is not None:
+            break
+    assert parser.turn.error.type == "limit_exceeded"
+    parser.close()
+    assert parser.turn.runnable_calls == []
+
+
+@pytest.mark.parametrize("provider", ["openai-chat", "anthropic", "gemini", "openai-responses",
+                                      "gemini-interactions"])
+def test_calls_over_max_calls_are_limit_exceeded(provider):
+    """More calls in one response than max_calls: a limit error on the turn; nothing runs."""
+    data = body(provider, [(f"c{i}", "f", {"i": i}) for i in range(12)])
+    assert len(toolwire.parse(provider, data).runnable_calls) == 12
+    turn = toolwire.parse(provider, data, max_calls=10)
+    assert turn.error.type == "limit_exceeded" and turn.runnable_calls == []
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, "10", 1.5])
+def test_parser_limits_are_validated(bad):
+    """A limit that is not a positive int is a UsageError."""
+    for name in ("max_depth", "max_argument_chars", "max_calls", "max_message_bytes"):
+        with pytest.raises(UsageError):
+            toolwire.StreamParser("anthropic", **{name: bad})
+
+
+def test_vertex_integer_enums_are_read():
+    """A Vertex body requested with `$alt=json;enum-encoding=int` (finishReason 1, integer modality and traffic
+    type) keeps its two calls; an unknown number is an unknown reason, never fatal."""
+    data = {"candidates": [{"content": {"role": "model", "parts": [
+        {"functionCall": {"name": "f", "args": {}}}, {"functionCall": {"name": "g", "args": {"x": 1}}}]},
+        "finishReason": 1}], "usageMetadata": {"trafficType": 1, "promptTokensDetails": [
+            {"modality": 1, "tokenCount": 3}]}, "modelVersion": "gemini-2.5-flash"}
+    turn = toolwire.parse("gemini", json.dumps(data))
+    assert turn.finished_cleanly and turn.raw_finish_reason == "STOP"
+    assert [c.name for c in turn.runnable_calls] == ["f", "g"]
+    for number, raw, clean in ((2, "MAX_TOKENS", False), (3, "SAFETY", False), (9, "MALFORMED_FUNCTION_CALL", False),
+                               (99, "99", False)):
+        data["candidates"][0]["finishReason"] = number
+        turn = toolwire.parse("gemini", json.dumps(data))
+        assert turn.raw_finish_reason == raw and turn.finished_cleanly is clean
+    blocked = {"promptFeedback": {"blockReason": 1}}
+    turn = toolwire.parse("gemini", json.dumps(blocked))
+    assert turn.raw_finish_reason == "SAFETY" and turn.finish_reason is toolwire.FinishReason.CONTENT_FILTER

@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 import msgspec
 
 from .. import _log
+from ..limits import ENVELOPE_DEPTH, json_depth_exceeds
 from ..statemachine.assembler import Assembler
 from ..types import ProblemCode, StreamError
 
@@ -46,19 +47,31 @@ class Codec:
         stream's terminator goes to ``after_end`` instead."""
         asm = self.asm
         on_payload = self.on_payload
+        deepest = asm.max_depth + ENVELOPE_DEPTH
         for item in payloads:
             asm.position += 1
             if asm.failed:
                 continue
-            if asm.ended_by is not None:
-                if sse:
-                    self.after_end(item.event, item.data)
+            event, data = (item.event, item.data) if sse else (None, item)
+            if json_depth_exceeds(data, deepest):
+                asm.limit_exceeded(f"a {self.provider} payload nests deeper than {deepest} levels (max_depth "
+                                   f"{asm.max_depth} plus the envelope's {ENVELOPE_DEPTH})")
+                continue
+            try:
+                if asm.ended_by is not None:
+                    self.after_end(event, data)
                 else:
-                    self.after_end(None, item)
-            elif sse:
-                on_payload(item.event, item.data)
-            else:
-                on_payload(None, item)
+                    on_payload(event, data)
+            except Exception as exc:  # noqa: BLE001 - whatever a payload does, it is the provider's mistake
+                self.payload_failed(exc, data)
+
+    def payload_failed(self, exc: Exception, data: bytes) -> None:
+        """A payload made the codec fail in a way it did not foresee (a value of an unexpected type deep in
+        it, text that is not UTF-8 …): a protocol error on the turn, never an exception for the caller."""
+        _log.emit(_log.WARNING, "payload.failed", provider=self.provider, error=type(exc).__name__,
+                  position=self.asm.position)
+        self.asm.protocol_error(f"{self.provider} payload could not be understood ({type(exc).__name__}: "
+                                f"{str(exc)[:200]})", data)
 
     def after_end(self, event: str | None, data: bytes) -> None:
         """A payload after the stream's terminator. Whatever it says (a call, text, another finish), the turn

@@ -83,13 +83,13 @@ class _Content(msgspec.Struct, gc=False):
 
 class _Candidate(msgspec.Struct, rename="camel", gc=False):
     content: Union[_Content, None] = None
-    finish_reason: Union[str, None] = None
+    finish_reason: Union[str, int, None] = None  # a name, or its number (``$alt=json;enum-encoding=int``)
     index: Union[int, None] = None
     finish_message: Union[str, None] = None
 
 
 class _PromptFeedback(msgspec.Struct, rename="camel", gc=False):
-    block_reason: Union[str, None] = None
+    block_reason: Union[str, int, None] = None
     block_reason_message: Union[str, None] = None
 
 
@@ -119,6 +119,27 @@ _FINISH = {
     "UNEXPECTED_TOOL_CALL": FinishReason.ERROR,
     "TOO_MANY_TOOL_CALLS": FinishReason.ERROR,
 }
+
+
+#: enum numbers, for bodies requested with ``$alt=json;enum-encoding=int`` (as Google's own client libraries do):
+#: ``Candidate.FinishReason`` and ``PromptFeedback.BlockReason`` of the Vertex AI and Gemini API protos
+_FINISH_NUMBERS = ("FINISH_REASON_UNSPECIFIED", "STOP", "MAX_TOKENS", "SAFETY", "RECITATION", "OTHER", "BLOCKLIST",
+                   "PROHIBITED_CONTENT", "SPII", "MALFORMED_FUNCTION_CALL", "MODEL_ARMOR", "IMAGE_SAFETY",
+                   "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION", "IMAGE_OTHER", "UNEXPECTED_TOOL_CALL", "NO_IMAGE")
+_BLOCK_NUMBERS = ("BLOCKED_REASON_UNSPECIFIED", "SAFETY", "OTHER", "BLOCKLIST", "PROHIBITED_CONTENT",
+                  "MODEL_ARMOR", "IMAGE_SAFETY")
+
+
+def enum_name(value: str | int | None, names: tuple[str, ...]) -> str | None:
+    """The name of an enum value sent as a name or as its number; an unknown number is kept as its digits
+    (read as an unknown reason, never fatal)."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return str(value)
+    if value == 0:
+        return None  # the unspecified value: as if absent
+    return names[value] if 0 < value < len(names) else str(value)
 
 
 def finish_reason_of(raw: str) -> FinishReason:
@@ -400,7 +421,8 @@ class GeminiCodec(Codec):
                     return
         elif resp.prompt_feedback is not None and resp.prompt_feedback.block_reason and not self._cands:
             self._blocked = True
-            asm.finish_choice(0, FinishReason.CONTENT_FILTER, resp.prompt_feedback.block_reason)
+            asm.finish_choice(0, FinishReason.CONTENT_FILTER,
+                              enum_name(resp.prompt_feedback.block_reason, _BLOCK_NUMBERS))
 
     def _candidate(self, cand: _Candidate, pos: int) -> None:
         index = cand.index if cand.index is not None else pos
@@ -415,7 +437,7 @@ class GeminiCodec(Codec):
                 if self.asm.failed:
                     return
         if cand.finish_reason:
-            self._finish(st, cand.finish_reason)
+            self._finish(st, enum_name(cand.finish_reason, _FINISH_NUMBERS))
 
     def _part(self, st: _Cand, raw: msgspec.Raw) -> None:
         asm = self.asm

@@ -73,7 +73,8 @@ class LoopResult(msgspec.Struct, kw_only=True):
 
 #: what toolwire records for input it could not use: most likely the same on a retry, but a proxy or a one-off
 #: glitch can cause it, so one retry
-_UNREADABLE = frozenset({"protocol_error", "framing_error", "message_too_large", "no_payload", "spliced_stream"})
+_UNREADABLE = frozenset({"protocol_error", "framing_error", "message_too_large", "no_payload", "spliced_stream",
+                         "limit_exceeded"})
 #: raw finish reasons worth one more attempt: the model broke its own call; a new sample usually does not
 _RETRY_ONCE_FINISHES = frozenset({"MALFORMED_FUNCTION_CALL"})
 #: nesting (objects and arrays) past which a turn is refused: validating, replaying and re-sending it would walk

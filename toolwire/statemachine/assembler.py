@@ -41,6 +41,7 @@ from ..types import (
     TextReceived,
     Turn,
 )
+from ..limits import DEFAULT_MAX_ARGUMENT_CHARS, DEFAULT_MAX_CALLS, DEFAULT_MAX_DEPTH, json_depth_exceeds
 from .call import CallRecord
 
 __all__ = ["Assembler"]
@@ -147,6 +148,10 @@ class Assembler:
     def __init__(self, provider: str, *, recover_resends: bool = False, keep_calls: bool = True) -> None:
         self.provider = provider
         self.recover_resends = recover_resends
+        #: limits (see ``toolwire.limits``): over one, the turn records a ``limit_exceeded`` error
+        self.max_depth = DEFAULT_MAX_DEPTH
+        self.max_argument_chars = DEFAULT_MAX_ARGUMENT_CHARS
+        self.max_calls = DEFAULT_MAX_CALLS
         #: False: a call is forgotten once its end event was emitted (memory bounded by the open calls);
         #: the Turn then holds only calls still open at close, and no assistant message
         self.keep_calls = keep_calls
@@ -187,7 +192,22 @@ class Assembler:
         self._open[id(rec)] = rec
         self.events.append(CallAnnounced(local_id=rec.local_id, call_id=rec.call_id, name=rec.name,
                                          kind=kind, index=index, choice=choice))
+        if n >= self.max_calls:
+            self.limit_exceeded(f"the response announced more than {self.max_calls} calls (max_calls)")
         return rec
+
+    def limit_exceeded(self, message: str) -> None:
+        """The response went past one of toolwire's limits: the turn fails, its open calls are truncated."""
+        self.stream_error(StreamError(type="limit_exceeded", message=message), ProblemCode.LIMIT_EXCEEDED)
+
+    def _over_limits(self, rec: CallRecord, raw: str) -> str | None:
+        if len(raw) > self.max_argument_chars:
+            return (f"the arguments of call {rec.call_id or rec.local_id} are longer than "
+                    f"{self.max_argument_chars} characters (max_argument_chars)")
+        if json_depth_exceeds(raw, self.max_depth):
+            return (f"the arguments of call {rec.call_id or rec.local_id} nest deeper than {self.max_depth} levels "
+                    "(max_depth)")
+        return None
 
     def complete(self, rec: CallRecord, final: str | None = None) -> None:
         """The dialect's terminator for ``rec`` arrived: finish it and parse its arguments once.
@@ -208,6 +228,14 @@ class Assembler:
                 return
             raw = final
         rec.raw = raw
+        over = self._over_limits(rec, raw) if rec.kind is not CallKind.CUSTOM or len(raw) > self.max_argument_chars \
+            else None
+        if over is not None:
+            rec.args = None
+            rec.truncate(ProblemCode.LIMIT_EXCEEDED, over)
+            self._ended(rec)
+            self.limit_exceeded(over)
+            return
         self._parse(rec)
         self._ended(rec)
 
@@ -313,6 +341,7 @@ class Assembler:
         if n > rec.emitted:
             text = "".join(rec.frags[rec.emitted:]) if n - rec.emitted > 1 else rec.frags[-1]
             rec.emitted = n
+            rec.nchars += len(text)
             self.events.append(ArgumentsReceived(local_id=rec.local_id, call_id=rec.call_id, text=text))
 
     # ---- text, choices, the turn's end ---------------------------------------------------------------
@@ -381,6 +410,7 @@ class Assembler:
     # ---- events and the Turn -------------------------------------------------------------------------
     def take_events(self) -> list[Event]:
         compact = not self.recover_resends
+        over: CallRecord | None = None
         for rec in self._open.values():
             start = rec.emitted
             if rec.state is _ACC and len(rec.frags) > start:
@@ -390,6 +420,11 @@ class Assembler:
                     # own object. (Chat keeps its fragments: recovering a resend needs their boundaries.)
                     rec.frags[start:] = [self.events[-1].text]
                     rec.emitted = len(rec.frags)
+                if rec.nchars > self.max_argument_chars and over is None:
+                    over = rec
+        if over is not None:
+            self.limit_exceeded(f"the arguments of call {over.call_id or over.local_id} are longer than "
+                                f"{self.max_argument_chars} characters (max_argument_chars)")
         for idx, st in self.choices.items():
             if len(st.text) > st.emitted:
                 text = "".join(st.text[st.emitted:])

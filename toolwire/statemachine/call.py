@@ -43,7 +43,7 @@ class CallRecord:
     __slots__ = (
         "state", "provider", "local_id", "call_id", "name", "kind", "index", "choice", "server", "server_type",
         "frags", "initial", "final", "args", "raw", "problem", "meta", "history", "emitted", "position_of",
-        "alias_ids", "announced_at", "__weakref__",
+        "alias_ids", "announced_at", "nchars", "__weakref__",
     )
 
     def __init__(self, *, provider: str, local_id: str, call_id: str | None, name: str | None,
@@ -71,6 +71,7 @@ class CallRecord:
         self.position_of = position_of  # callable giving the current payload number
         self.alias_ids: list[str] | None = None
         self.announced_at = position_of() if position_of is not None else None
+        self.nchars = 0  # argument characters reported so far (checked against the turn's limit)
         MACHINE.add_model(self)
 
     @classmethod
@@ -101,6 +102,7 @@ class CallRecord:
         rec.position_of = position_of
         rec.alias_ids = None
         rec.announced_at = call.announced_at
+        rec.nchars = len(call.raw_arguments)
         rec.history = [Step(t.trigger, t.src, t.dst, t.position) for t in call.history]
         MACHINE.add_model(rec, initial=call.state)
         return rec
