@@ -84,3 +84,24 @@ def test_a_planted_api_key_never_reaches_the_logs(sim, provider, mode, tmp_path)
     for fragment in (KEY, KEY[:16], KEY[-16:]):
         assert fragment not in text, fragment
     assert KEY not in json.dumps(result.answer) and KEY[:12] not in result.answer
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_an_unreadable_2xx_body_is_not_logged_without_log_arguments(sim, provider, tmp_path):
+    """A 2xx body that cannot be parsed holds the model's calls: its excerpt is logged only with log_arguments."""
+    from toolwire import parse  # noqa: F401 - the body below is what a provider would send, plus garbage
+    from toolwire.harness.demo_tools import DemoWorld as World
+
+    marker = "PII-MARKER-7731"
+    data = {"openai-chat": {"id": "c", "object": "chat.completion", "choices": [{"index": 0, "finish_reason":
+                            "tool_calls", "message": {"role": "assistant", "tool_calls": [{"id": "x", "type":
+                            "function", "function": {"name": "save_measurement", "arguments": json.dumps(
+                                {"kind": marker})}}]}}]}}.get(provider, {"note": marker})
+    sim.plan([], then=Fault.raw(json.dumps(data).encode() + b" 5"))
+    out = io.StringIO()
+    configure_logging("json", "debug", stream=out)
+    kw: dict[str, Any] = dict(model="sim-model", registry=World().registry(timeout=5.0), base_url=sim.base_url,
+                              api_key="sk-test-0000000000", retry=FAST, timeout=5.0, stream=False)
+    with ToolLoop(provider, **kw) as loop:
+        assert loop.run(SAVE).fallback
+    assert "http.unreadable_body" in out.getvalue() and marker not in out.getvalue()

@@ -492,3 +492,124 @@ def test_invalid_argument_values_are_not_logged_at_debug_without_opt_in(toolwire
     assert r.kind is K.INVALID_ARGUMENTS
     assert "SECRET-4242" not in repr(logs)
 
+
+
+# ---- what handlers and policies do to the arguments, and dispatches running side by side ---------------------
+
+
+def _mutating_tools(effects: list) -> list[Tool]:
+    def charge(args: dict) -> dict:
+        args["amount"] *= 100  # a handler that edits its own input
+        args.setdefault("currency", "EUR")
+        effects.append(dict(args))
+        return {"charged": args["amount"]}
+
+    schema = {"type": "object", "properties": {"amount": {"type": "integer"}}, "required": ["amount"]}
+    return [Tool.from_schema("charge", schema, charge, effect="write")]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_handler_editing_its_arguments_changes_neither_the_key_nor_the_history(provider, mode):
+    """A handler that edits the argument dict it received: the same Turn dispatched again runs nothing, and the
+    history replays what the model sent."""
+    effects: list = []
+    d = Dispatcher(Registry(_mutating_tools(effects)))
+    turn = toolwire.parse(provider, body(provider, [("c1", "charge", {"amount": 5})]))
+    first = dispatch(mode, d, turn, conversation_id="c")
+    again = dispatch(mode, d, turn, conversation_id="c")
+    assert effects == [{"amount": 500, "currency": "EUR"}]
+    assert first[0].content == again[0].content == {"charged": 500}
+    assert turn.calls[0].args == {"amount": 5}
+    assert "50000" not in json.dumps(toolwire.history_messages(turn, first), default=str)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_policy_editing_call_args_changes_neither_the_key_nor_what_runs(mode):
+    """A policy that tidies `call.args` in place does not turn a second dispatch into a new call."""
+    diary = Diary()
+
+    def tidy(call, ctx):
+        if call.args is not None:
+            call.args["item"] = call.args["item"].upper()
+        return "allow"
+
+    d = Dispatcher(diary.registry(), policy=tidy)
+    turn = add("anthropic")
+    dispatch(mode, d, turn, conversation_id="c")
+    dispatch(mode, d, turn, conversation_id="c")
+    assert diary.items == ["apple"]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("response_id", ["r1", None])
+def test_eight_threads_dispatching_one_turn_run_each_call_once(provider, response_id, tmp_path):
+    """The same Turn dispatched from 8 threads at once (with or without a response id): one effect per write, one
+    run per read; every thread gets the same answers."""
+    import threading
+
+    diary = Diary()
+    slow = threading.Event()
+
+    def count_items(item: str) -> int:
+        slow.wait(0.05)
+        diary.reads += 1
+        return 0
+
+    reg = Registry([diary.tools()[0], Tool.from_function(count_items, effect="read")])
+    d = Dispatcher(reg, ledger=SQLiteLedger(tmp_path / "l.db"))
+    turn = toolwire.parse(provider, body(provider, [("c1", "add_item", {"item": "x"}),
+                                                    ("c2", "count_items", {"item": "x"})], response_id=response_id))
+    barrier = threading.Barrier(8)
+    out: list = []
+
+    def worker():
+        barrier.wait()
+        out.append([(r.kind, r.content) for r in d.run(turn, conversation_id="c")])
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert len(out) == 8 and all(o == out[0] for o in out)
+    assert diary.items == ["x"] and diary.reads == 1
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_eight_gathered_aruns_of_one_turn_run_each_call_once(provider):
+    """asyncio.gather of 8 arun on the same Turn: each call runs once, every task gets the same answers."""
+    diary = Diary()
+
+    async def count_items(item: str) -> int:
+        await asyncio.sleep(0.01)
+        diary.reads += 1
+        return 0
+
+    d = Dispatcher(Registry([diary.tools()[0], Tool.from_function(count_items, effect="read")]))
+    turn = toolwire.parse(provider, body(provider, [(None, "add_item", {"item": "x"}),
+                                                    (None, "count_items", {"item": "x"})], response_id=None))
+
+    async def go():
+        return await asyncio.gather(*(d.arun(turn, conversation_id="c") for _ in range(8)))
+
+    outs = asyncio.run(go())
+    assert all([(r.kind, r.content) for r in o] == [(r.kind, r.content) for r in outs[0]] for o in outs)
+    assert diary.items == ["x"] and diary.reads == 1
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_nan_and_infinity_in_results_are_sent_as_json(provider, mode):
+    """A result holding NaN or infinities is sent as strict JSON (null) in every dialect."""
+    def measure(q: str) -> dict:
+        return {"value": float("nan"), "hi": float("inf"), "lo": [float("-inf")]}
+
+    turn = toolwire.parse(provider, body(provider, [("c", "measure", {"q": "x"})]))
+    results = dispatch(mode, Dispatcher(Registry([Tool.from_function(measure, effect="read")])), turn,
+                       conversation_id="c")
+    assert results[0].content == {"value": None, "hi": None, "lo": [None]}
+    json.dumps(toolwire.history_messages(turn, results), allow_nan=False)
+    hand = [toolwire.ToolResult(call_id=r.call_id, local_id=r.local_id, name=r.name, content={"v": float("nan")},
+                                is_error=False, kind=K.OK) for r in results]
+    json.dumps(toolwire.history_messages(turn, hand), allow_nan=False)

@@ -101,7 +101,9 @@ class _Base:
         _log.emit(_log.WARNING, "http.unreadable_body", provider=self.provider, url=self.url, status=status,
                   type=kind, transient=True,
                   error=_redact(f"{type(exc).__name__}: {exc}"[:300], self._secret),
-                  body=_redact(head.decode("utf-8", "replace"), self._secret)[:_HEAD])
+                  # a 2xx body carries the model's calls: their arguments only with log_arguments
+                  body=_redact(head.decode("utf-8", "replace"), self._secret)[:_HEAD] if _log.LOG_ARGUMENTS
+                  else f"[{len(head)} bytes not shown: they may hold call arguments; see log_arguments]")
         return ProviderError(f"{self.provider} sent a body that cannot be read ({kind})", provider=self.provider,
                              status=status, type=kind, transient=True, retry_limit=1)
 

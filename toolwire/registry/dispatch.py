@@ -99,7 +99,7 @@ class _Plan:
     """One call on its way through the dispatcher."""
 
     __slots__ = ("call", "rec", "tool", "value", "args_hash", "result", "attempts", "started", "instance", "key",
-                 "fingerprint")
+                 "fingerprint", "args", "flight", "waiting")
 
     def __init__(self, call: ToolCall) -> None:
         self.call = call
@@ -113,6 +113,19 @@ class _Plan:
         self.instance: LedgerKey | None = None  # this call instance's key
         self.key: LedgerKey | None = None  # the ledger key a write claims (the instance, or the tool's own key)
         self.fingerprint = ""
+        self.args: Any = None  # the dispatcher's own copy of the arguments (see _own_arguments)
+        self.flight: _InFlight | None = None  # set while this plan is the one dispatch of its call instance
+        self.waiting: _InFlight | None = None  # set when another dispatch of the same instance is in flight
+
+
+class _InFlight:
+    """One call instance being dispatched: later dispatches of the same instance wait for its answer."""
+
+    __slots__ = ("done", "result")
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.result: ToolResult | None = None
 
 
 class _Outcome:
@@ -135,9 +148,8 @@ def _jsonable(value: Any, call: ToolCall, conversation_id: str) -> tuple[Any, bo
     when neither can be encoded (a value that contains itself, an int too large for JSON or for ``str``, a
     ``__str__`` that raises, lone surrogates …)."""
     try:
-        out = msgspec.to_builtins(value)
-        msgspec.json.encode(out)
-        return out, True
+        # through JSON and back: the content is exactly what will be sent (NaN and infinities become null)
+        return msgspec.json.decode(msgspec.json.encode(msgspec.to_builtins(value))), True
     except Exception:  # noqa: BLE001 - whatever the value does, the call gets a typed result
         pass
     _log.emit(_log.WARNING, "dispatch.result_not_json", provider=call.provider, conversation_id=conversation_id,
@@ -150,14 +162,29 @@ def _jsonable(value: Any, call: ToolCall, conversation_id: str) -> tuple[Any, bo
         return None, False
 
 
-def _arguments_hash(call: ToolCall) -> str:
-    """sha256 of the canonical arguments, or of the raw text for a custom tool or arguments that did not parse."""
+def _own_arguments(call: ToolCall) -> tuple[Any, str]:
+    """A private copy of the call's arguments and the sha256 of their canonical JSON.
+
+    The copy is decoded from ``raw_arguments``, the text the provider sent, which nothing can change: whatever a
+    policy or a handler does to ``call.args`` (``args.setdefault(...)``, ``args["amount"] *= 100``), the next
+    dispatch of the same call has the same key and the history replays what the model sent. A call built by
+    hand whose text is not its argument object falls back to a copy of ``call.args``. For a custom tool or
+    arguments that did not parse, the copy is None and the hash is the raw text's."""
     if call.args is not None:
         try:
-            return arguments_sha256(call.args)
-        except Exception:  # noqa: BLE001 - not encodable (a dict built by hand): hash its raw text
-            pass
-    return arguments_sha256(call.raw_arguments)
+            value = _json_decode(call.raw_arguments) if call.raw_arguments else None
+        except (msgspec.DecodeError, RecursionError):
+            value = None
+        if not isinstance(value, dict):
+            try:
+                value = _json_decode(msgspec.json.encode(call.args))
+            except Exception:  # noqa: BLE001 - a hand-built dict that is not JSON
+                return call.args, arguments_sha256(call.raw_arguments)
+        return value, arguments_sha256(value)
+    return None, arguments_sha256(call.raw_arguments)
+
+
+_json_decode = msgspec.json.decode
 
 
 class Dispatcher:
@@ -197,6 +224,7 @@ class Dispatcher:
         # call instances this dispatcher answered (the last _REMEMBERED), and identities of id-less turns
         self._answered: OrderedDict[tuple[str, str], ToolResult] = OrderedDict()
         self._answered_lock = threading.Lock()
+        self._in_flight: dict[tuple[str, str], _InFlight] = {}
         self._anonymous: dict[int, str] = {}
         self.registry = registry
         self.ledger: Ledger = ledger if ledger is not None else MemoryLedger()
@@ -220,7 +248,18 @@ class Dispatcher:
         such a turn runs nothing).
         """
         plans = self._prepare(turn, conversation_id, turn_id, choice, approvals, allow_unclean)
-        todo = [p for p in plans if p.result is None]
+        try:
+            self._run_plans(plans, conversation_id)
+            for p in plans:
+                if p.waiting is not None:
+                    p.waiting.done.wait()
+                    self._answer_waiting(p)
+        finally:
+            self._release(plans)
+        return self._finish(plans, conversation_id)
+
+    def _run_plans(self, plans: list[_Plan], conversation_id: str) -> None:
+        todo = [p for p in plans if p.result is None and p.waiting is None]
         if self._parallel(todo):
             # transitions fire on this thread; worker threads only run handlers and retries
             for p in todo:
@@ -237,13 +276,24 @@ class Dispatcher:
                     self._run_read(p, conversation_id)
                 else:
                     self._run_write(p, conversation_id)
-        return self._finish(plans, conversation_id)
 
     async def arun(self, turn: Turn, *, conversation_id: str, turn_id: str | None = None, choice: int = 0,
                    approvals: Iterable[Approval] = (), allow_unclean: bool = False) -> list[ToolResult]:
         """The async twin of ``run``: async handlers are awaited, concurrent reads are gathered."""
         plans = self._prepare(turn, conversation_id, turn_id, choice, approvals, allow_unclean)
-        todo = [p for p in plans if p.result is None]
+        try:
+            await self._arun_plans(plans, conversation_id)
+            for p in plans:
+                if p.waiting is not None:
+                    if not p.waiting.done.is_set():
+                        await asyncio.to_thread(p.waiting.done.wait)
+                    self._answer_waiting(p)
+        finally:
+            self._release(plans)
+        return self._finish(plans, conversation_id)
+
+    async def _arun_plans(self, plans: list[_Plan], conversation_id: str) -> None:
+        todo = [p for p in plans if p.result is None and p.waiting is None]
         if self._parallel(todo):
             for p in todo:
                 self._dispatch(p)
@@ -256,7 +306,6 @@ class Dispatcher:
                     await self._arun_read(p, conversation_id)
                 else:
                     await self._arun_write(p, conversation_id)
-        return self._finish(plans, conversation_id)
 
     def approve(self, request: ApprovalRequest, *, approver: str) -> Approval:
         """Turn an ``ApprovalRequest`` this dispatcher issued into a signed ``Approval`` for exactly that call.
@@ -313,7 +362,7 @@ class Dispatcher:
                 rec.release()
         plans = [_Plan(call) for call in calls]
         for p in plans:
-            p.args_hash = _arguments_hash(p.call)
+            p.args, p.args_hash = _own_arguments(p.call)
             p.instance = LedgerKey.for_call(conversation_id, p.call, p.args_hash, turn=ident)
         clean = turn.choice_finished_cleanly(choice)
         if not clean and plans:
@@ -321,30 +370,37 @@ class Dispatcher:
                       conversation_id=conversation_id,
                       finish_reason=turn.raw_finish_reason or (turn.finish_reason and turn.finish_reason.value),
                       error=turn.error.type if turn.error else None, calls=len(plans), allow_unclean=allow_unclean)
-        for p in plans:
-            call = p.call
-            if not clean and not allow_unclean:
-                why = self._unclean_reason(turn)
-                if next_state(call.state, Trigger.REJECT):
-                    self._reject(p, K.NOT_RUN, f"Not run: {why}. No tool was run for this response.")
-                else:
-                    p.result = self._result(call, K.NOT_RUN, f"Not run: {why}. No tool was run for this response.")
-                continue
-            if call.state in _NOT_RUNNABLE:
-                reason = call.problem.message if call.problem else call.state.value
-                p.result = self._result(call, K.NOT_RUN,
-                                        f"Not run: the call was {call.state.value} ({reason}); nothing ran.")
-                continue
-            before = self._remembered(p)
-            if before is not None:
-                _log.emit(_log.INFO, "dispatch.answered_before", provider=call.provider,
-                          conversation_id=conversation_id, call_id=call.call_id, local_id=call.local_id,
-                          name=_short(call.name), kind=before.kind.value)
-                self._dispatch(p)
-                self._answer(p, msgspec.structs.replace(before, call_id=call.call_id, local_id=call.local_id,
-                                                        name=call.name, history=[]))
-                continue
-            self._prepare_call(p, turn, conversation_id, ident, tokens)
+        try:
+            for p in plans:
+                call = p.call
+                if not clean and not allow_unclean:
+                    why = self._unclean_reason(turn)
+                    if next_state(call.state, Trigger.REJECT):
+                        self._reject(p, K.NOT_RUN, f"Not run: {why}. No tool was run for this response.")
+                    else:
+                        p.result = self._result(call, K.NOT_RUN,
+                                                f"Not run: {why}. No tool was run for this response.")
+                    continue
+                if call.state in _NOT_RUNNABLE:
+                    reason = call.problem.message if call.problem else call.state.value
+                    p.result = self._result(call, K.NOT_RUN,
+                                            f"Not run: the call was {call.state.value} ({reason}); nothing ran.")
+                    continue
+                before, p.waiting = self._claim_instance(p)
+                if p.waiting is not None:
+                    continue  # answered once the dispatch already in flight answers it (``_answer_waiting``)
+                if before is not None:
+                    _log.emit(_log.INFO, "dispatch.answered_before", provider=call.provider,
+                              conversation_id=conversation_id, call_id=call.call_id, local_id=call.local_id,
+                              name=_short(call.name), kind=before.kind.value)
+                    self._dispatch(p)
+                    self._answer(p, msgspec.structs.replace(before, call_id=call.call_id, local_id=call.local_id,
+                                                            name=call.name, history=[]))
+                    continue
+                self._prepare_call(p, turn, conversation_id, ident, tokens)
+        except BaseException:
+            self._release(plans)  # no later dispatch may wait for a plan that never runs
+            raise
         return plans
 
     def _turn_identity(self, turn: Turn, turn_id: str | None, conversation_id: str) -> str:
@@ -356,28 +412,68 @@ class Dispatcher:
         if turn.response_id:
             return "response:" + turn.response_id
         key = id(turn)
-        ident = self._anonymous.get(key)
-        if ident is None:
-            ident = self._anonymous[key] = "anonymous:" + uuid.uuid4().hex
-            weakref.finalize(turn, self._anonymous.pop, key, None)
+        with self._answered_lock:  # two threads dispatching one Turn must agree on its identity
+            ident = self._anonymous.get(key)
+            minted = ident is None
+            if minted:
+                ident = self._anonymous[key] = "anonymous:" + uuid.uuid4().hex
+                weakref.finalize(turn, self._anonymous.pop, key, None)
+        if minted:
             _log.emit(_log.WARNING, "dispatch.turn_unidentified", provider=turn.provider,
                       conversation_id=conversation_id, calls=len(turn.calls))
         return ident
 
-    def _remembered(self, p: _Plan) -> ToolResult | None:
+    def _claim_instance(self, p: _Plan) -> tuple[ToolResult | None, _InFlight | None]:
+        """Atomically: the answer this dispatcher already gave the call instance, or the dispatch of it still in
+        flight (in another thread, task or run), or nothing, and then ``p`` is that dispatch."""
+        key = (p.instance.conversation_id, p.instance.call_key)
         with self._answered_lock:
-            result = self._answered.get((p.instance.conversation_id, p.instance.call_key))
+            result = self._answered.get(key)
             if result is not None:
-                self._answered.move_to_end((p.instance.conversation_id, p.instance.call_key))
-            return result
+                self._answered.move_to_end(key)
+                return result, None
+            flight = self._in_flight.get(key)
+            if flight is not None:
+                return None, flight
+            p.flight = self._in_flight[key] = _InFlight()
+            return None, None
 
-    def _remember(self, p: _Plan) -> None:
-        if p.instance is None or p.result is None or p.result.kind in _NOT_REMEMBERED:
+    def _publish(self, p: _Plan) -> None:
+        """``p`` has its answer: remember it (when final) and release the dispatches waiting for it."""
+        flight = p.flight
+        if flight is None:
             return
+        p.flight = None
+        key = (p.instance.conversation_id, p.instance.call_key)
         with self._answered_lock:
-            self._answered[(p.instance.conversation_id, p.instance.call_key)] = p.result
-            while len(self._answered) > _REMEMBERED:
-                self._answered.popitem(last=False)
+            if p.result is not None and p.result.kind not in _NOT_REMEMBERED:
+                self._answered[key] = p.result
+                while len(self._answered) > _REMEMBERED:
+                    self._answered.popitem(last=False)
+            if self._in_flight.get(key) is flight:
+                del self._in_flight[key]
+        flight.result = p.result
+        flight.done.set()
+
+    def _release(self, plans: list[_Plan]) -> None:
+        """Whatever happened, no later dispatch waits for a plan of this one (its answer, or None)."""
+        for p in plans:
+            self._publish(p)
+
+    def _answer_waiting(self, p: _Plan) -> None:
+        """Answer ``p`` with the answer of the dispatch of the same instance that was in flight."""
+        other = p.waiting.result
+        call = p.call
+        self._dispatch(p)
+        if other is None:
+            self._answer(p, self._result(call, K.NOT_RUN, "Not run: another dispatch of this same call was in "
+                                                          "progress and did not finish; nothing ran here."))
+            return
+        _log.emit(_log.INFO, "dispatch.answered_before", provider=call.provider,
+                  conversation_id=p.instance.conversation_id, call_id=call.call_id, local_id=call.local_id,
+                  name=_short(call.name), kind=other.kind.value)
+        self._answer(p, msgspec.structs.replace(other, call_id=call.call_id, local_id=call.local_id,
+                                                name=call.name, history=[]))
 
     def _prepare_call(self, p: _Plan, turn: Turn, conversation_id: str, ident: str,
                       tokens: list[Approval]) -> None:
@@ -414,7 +510,7 @@ class Dispatcher:
             return
         else:
             try:
-                p.value = tool.validate(call.args)
+                p.value = tool.validate(p.args)
             except ArgumentsInvalid as exc:
                 _log.emit(_log.INFO, "dispatch.invalid_arguments", provider=call.provider,
                           conversation_id=conversation_id, call_id=call.call_id, local_id=call.local_id,
@@ -433,7 +529,8 @@ class Dispatcher:
         p.fingerprint = f"{tool.name}:{p.args_hash}"
         if tool.effect == "write" and tool.idempotency_key is not None:
             try:
-                own = tool.idempotency_key(call.args if tool.kind != "custom" else call.raw_arguments)
+                own = tool.idempotency_key(_json_decode(msgspec.json.encode(p.args)) if tool.kind != "custom"
+                                           else call.raw_arguments)
                 if not isinstance(own, str) or not own:
                     raise TypeError(f"idempotency_key returned {type(own).__name__}, not a non-empty str")
             except Exception as exc:  # noqa: BLE001 - the key function is application code
@@ -458,7 +555,7 @@ class Dispatcher:
                 return
             request = ApprovalRequest(conversation_id=conversation_id, call_id=call.call_id,
                                       local_id=call.local_id, name=tool.name, args_sha256=p.args_hash,
-                                      arguments=call.args if tool.kind != "custom" else call.raw_arguments,
+                                      arguments=p.args if tool.kind != "custom" else call.raw_arguments,
                                       reason=decision.reason, turn_id=ident)
             request = msgspec.structs.replace(request, signature=self._signer.request_mac(request))
             _log.emit(_log.INFO, "dispatch.approval_required", provider=call.provider,
@@ -579,6 +676,7 @@ class Dispatcher:
         rec.reject()
         p.result = self._result(p.call, kind, content, approval)
         rec.answer()
+        self._publish(p)
 
     def _dispatch(self, p: _Plan) -> None:
         p.rec = CallRecord.resume(p.call)
@@ -587,11 +685,11 @@ class Dispatcher:
     def _answer(self, p: _Plan, result: ToolResult) -> None:
         p.result = result
         p.rec.answer()
+        self._publish(p)
 
     def _finish(self, plans: list[_Plan], conversation_id: str) -> list[ToolResult]:
         results: list[ToolResult] = []
         for p in plans:
-            self._remember(p)
             r = p.result
             if p.rec is not None:
                 r.history = [Transition(t, a, b, n) for t, a, b, n in p.rec.history]

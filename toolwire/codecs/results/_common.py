@@ -230,11 +230,14 @@ def json_text(value: Any) -> str:
 def as_json_value(content: Any) -> Any:
     """``content`` as JSON builtins (dict, list, str, number, bool, None); a value msgspec cannot convert
     becomes its ``str``."""
-    if content is None or isinstance(content, (str, bool, int, float)):
+    if content is None or isinstance(content, (str, bool, int)):
         return content
+    if isinstance(content, float):
+        return content if content == content and content not in (float("inf"), float("-inf")) else None
     try:
-        return msgspec.to_builtins(content)
-    except (TypeError, ValueError):
+        # through JSON and back: what is sent is exactly JSON (NaN and infinities become null, as in JSON)
+        return msgspec.json.decode(msgspec.json.encode(msgspec.to_builtins(content)))
+    except (TypeError, ValueError, OverflowError, RecursionError, msgspec.DecodeError):
         return str(content)
 
 
