@@ -491,3 +491,64 @@ def test_invalid_argument_values_are_not_logged_at_debug_without_opt_in(toolwire
         [r] = Dispatcher(reg).run(turn, conversation_id="c")
     assert r.kind is K.INVALID_ARGUMENTS
     assert "SECRET-4242" not in repr(logs)
+
+
+# ---- found by the conversation state machine (tests/test_conversation_machine.py) -------------------------------
+
+
+def tag_registry(diary: Diary) -> Registry:
+    """The diary's tools and a second write, ``add_tag``."""
+    def add_tag(item: str) -> dict:
+        """Tag an item."""
+        diary.items.append("tag:" + item)
+        return {"tagged": item}
+
+    return Registry(diary.tools() + [Tool.from_function(add_tag, effect="write")])
+
+
+@pytest.mark.xfail(strict=True, reason="the dispatcher's record of answered call instances is keyed without the "
+                                       "tool name: another tool's call with the same instance key is answered "
+                                       "with the remembered result of the first call, and does not run")
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_remembered_answer_is_not_given_to_another_tools_call(provider, mode):
+    """Two different responses under one response id (a server that reuses ids), each with call `call_1` and the
+    same arguments, but for different tools: the second is another call. The ledger notices the conflict (a
+    restarted dispatcher answers it `not_run`); the dispatcher that answered the first must not answer the second
+    with the first call's result either."""
+    diary = Diary()
+    ledger = MemoryLedger()
+    d = Dispatcher(tag_registry(diary), ledger=ledger)
+    first = toolwire.parse(provider, body(provider, [("call_1", "add_item", {"item": "apple"})], response_id="r1"))
+    second = toolwire.parse(provider, body(provider, [("call_1", "add_tag", {"item": "apple"})], response_id="r1"))
+    [r1] = dispatch(mode, d, first, conversation_id="c")
+    assert r1.kind is K.OK and r1.content == {"added": "apple", "count": 1}
+    [fresh] = dispatch(mode, Dispatcher(tag_registry(diary), ledger=ledger), second, conversation_id="c")
+    assert fresh.kind is K.NOT_RUN and "already used for a different call" in fresh.content
+    [r2] = dispatch(mode, d, second, conversation_id="c")
+    # the same process must not tell the model that add_tag succeeded with add_item's result
+    assert not (r2.kind is K.OK and r2.content == r1.content)
+    assert r2.kind is fresh.kind
+    assert diary.items == ["apple"]
+
+
+@pytest.mark.xfail(strict=True, reason="history_messages replays choice 0 (Chat) / candidate 0 (Gemini) whatever "
+                                       "choice was dispatched, and silently drops the results of the dispatched "
+                                       "choice's calls")
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("provider", ["openai-chat", "gemini"])
+def test_history_of_a_dispatched_other_choice_answers_its_calls(provider, mode):
+    """Dispatching choice 1 of a two-choice response runs its write (`pear`); the history built from those results
+    must answer that call (or refuse, with UsageError), not replay choice 0's `apple` call answered "no result was
+    recorded; nothing is known to have run" while the result of the write that did run is dropped."""
+    diary = Diary()
+    turn = two_choices(provider)
+    results = dispatch(mode, Dispatcher(diary.registry()), turn, conversation_id="c", choice=1)
+    assert [r.kind for r in results] == [K.OK] and diary.items == ["pear"]
+    try:
+        messages = toolwire.history_messages(turn, results)
+    except UsageError:
+        return  # refusing is an acceptable answer: the application learns it cannot build this history
+    text = json.dumps(messages)
+    assert "pear" in text and "apple" not in text
+    assert "no result was recorded" not in text
