@@ -2,6 +2,8 @@
 
 ``body(provider, calls, response_id=...)`` gives the bytes a provider would send for one model response whose
 calls are ``(call_id or None, name, args dict)``; ``response_id=None`` leaves the response id out.
+``choices_body(provider, choices, response_id=...)`` gives a response with several alternative completions (Chat
+``n > 1``, Gemini candidates), one list of calls per choice.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ import json
 from typing import Any, Sequence
 
 PROVIDERS = ("openai-chat", "openai-responses", "anthropic", "gemini", "gemini-interactions")
+#: the dialects whose responses can carry several choices (candidates)
+MULTI_CHOICE = ("openai-chat", "gemini")
 
 Call = tuple[str | None, str, Any]
 
@@ -70,4 +74,38 @@ def body(provider: str, calls: Sequence[Call], *, response_id: str | None = "res
         raise ValueError(provider)
     if response_id:
         out["id"] = response_id
+    return json.dumps(out).encode()
+
+
+def choices_body(provider: str, choices: Sequence[Sequence[Call]], *, response_id: str | None = "resp_1") -> bytes:
+    """One response of ``provider`` (``openai-chat`` or ``gemini``) with one choice (candidate) per list of calls,
+    every choice finished cleanly."""
+    out: dict[str, Any]
+    if provider == "openai-chat":
+        def choice(i: int, calls: Sequence[Call]) -> dict[str, Any]:
+            msg: dict[str, Any] = {"role": "assistant", "content": None}
+            if calls:
+                msg["tool_calls"] = [{"id": cid, "type": "function",
+                                      "function": {"name": name, "arguments": _args_text(args)}}
+                                     for cid, name, args in calls]
+            return {"index": i, "message": msg, "finish_reason": "tool_calls" if calls else "stop"}
+
+        out = {"object": "chat.completion", "model": "m", "choices": [choice(i, c) for i, c in enumerate(choices)]}
+        if response_id:
+            out["id"] = response_id
+    elif provider == "gemini":
+        def candidate(i: int, calls: Sequence[Call]) -> dict[str, Any]:
+            parts = []
+            for cid, name, args in calls:
+                fc: dict[str, Any] = {"name": name, "args": args}
+                if cid:
+                    fc["id"] = cid
+                parts.append({"functionCall": fc})
+            return {"index": i, "content": {"role": "model", "parts": parts}, "finishReason": "STOP"}
+
+        out = {"candidates": [candidate(i, c) for i, c in enumerate(choices)]}
+        if response_id:
+            out["responseId"] = response_id
+    else:
+        raise ValueError(f"{provider} responses have one choice")
     return json.dumps(out).encode()

@@ -104,11 +104,12 @@ def test_key_for_calls_with_and_without_ids():
     """A call instance is keyed by its turn, its provider id (or, without one, its local id) and its arguments."""
     with_id = anthropic_turn(WRITE_BLOCK).calls[0]
     assert LedgerKey.for_call("c", with_id, "h", turn="response:msg_1") == \
-        LedgerKey("c", "call:response:msg_1|id:toolu_race|h")
+        LedgerKey("c", '["response:msg_1","id:toolu_race","save_measurement","h"]'.join(("call:", "")))
     no_id = chat_turn((None, "save_measurement", WRITE_BLOCK[2])).calls[0]
     assert no_id.call_id is None
     h = arguments_sha256(no_id.args)
-    assert LedgerKey.for_call("c", no_id, h, turn="turn:3") == LedgerKey("c", f"call:turn:3|local:{no_id.local_id}|{h}")
+    assert LedgerKey.for_call("c", no_id, h, turn="turn:3") == \
+        LedgerKey("c", f'call:["turn:3","local:{no_id.local_id}","save_measurement","{h}"]')
 
 
 def test_arguments_hash_is_canonical():

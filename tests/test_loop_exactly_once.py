@@ -62,7 +62,7 @@ def test_the_same_write_asked_in_two_turns_of_a_conversation_runs_twice(sim, pro
     assert world.effects.count("save_measurement") == 2
     with sqlite3.connect(path) as conn:
         keys = [k for (k,) in conn.execute("SELECT call_key FROM toolwire_ledger WHERE status = 'completed'")]
-    assert len(keys) == 2 and all(k.startswith("call:turn:h") for k in keys)
+    assert len(keys) == 2 and all(k.startswith('call:["turn:h') for k in keys)
 
 
 @pytest.mark.parametrize("mode", MODES)

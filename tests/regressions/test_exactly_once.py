@@ -613,3 +613,55 @@ def test_nan_and_infinity_in_results_are_sent_as_json(provider, mode):
     hand = [toolwire.ToolResult(call_id=r.call_id, local_id=r.local_id, name=r.name, content={"v": float("nan")},
                                 is_error=False, kind=K.OK) for r in results]
     json.dumps(toolwire.history_messages(turn, hand), allow_nan=False)
+
+
+# ---- found by the conversation state machine (tests/test_conversation_machine.py) -------------------------------
+
+
+def tag_registry(diary: Diary) -> Registry:
+    """The diary's tools and a second write, ``add_tag``."""
+    def add_tag(item: str) -> dict:
+        """Tag an item."""
+        diary.items.append("tag:" + item)
+        return {"tagged": item}
+
+    return Registry(diary.tools() + [Tool.from_function(add_tag, effect="write")])
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_remembered_answer_is_not_given_to_another_tools_call(provider, mode):
+    """Two different responses under one response id (a server that reuses ids), each with call `call_1` and the
+    same arguments, but for different tools: the second is another call instance (the tool name is part of the
+    key), so it runs, in the dispatcher that answered the first and in a restarted one alike."""
+    diary = Diary()
+    ledger = MemoryLedger()
+    d = Dispatcher(tag_registry(diary), ledger=ledger)
+    first = toolwire.parse(provider, body(provider, [("call_1", "add_item", {"item": "apple"})], response_id="r1"))
+    second = toolwire.parse(provider, body(provider, [("call_1", "add_tag", {"item": "apple"})], response_id="r1"))
+    [r1] = dispatch(mode, d, first, conversation_id="c")
+    assert r1.kind is K.OK and r1.content == {"added": "apple", "count": 1}
+    [r2] = dispatch(mode, d, second, conversation_id="c")
+    assert r2.kind is K.OK and r2.content == {"tagged": "apple"}
+    [again] = dispatch(mode, Dispatcher(tag_registry(diary), ledger=ledger), second, conversation_id="c")
+    assert again.kind is K.OK and again.content == {"tagged": "apple"}
+    assert diary.items == ["apple", "tag:apple"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("provider", ["openai-chat", "gemini"])
+def test_history_of_a_dispatched_other_choice_answers_its_calls(provider, mode):
+    """Dispatching choice 1 of a two-choice response runs its write (`pear`); the history built from those results
+    must answer that call (or refuse, with UsageError), not replay choice 0's `apple` call answered "no result was
+    recorded; nothing is known to have run" while the result of the write that did run is dropped."""
+    diary = Diary()
+    turn = two_choices(provider)
+    results = dispatch(mode, Dispatcher(diary.registry()), turn, conversation_id="c", choice=1)
+    assert [r.kind for r in results] == [K.OK] and diary.items == ["pear"]
+    try:
+        messages = toolwire.history_messages(turn, results)
+    except UsageError:
+        return  # refusing is an acceptable answer: the application learns it cannot build this history
+    text = json.dumps(messages)
+    assert "pear" in text and "apple" not in text
+    assert "no result was recorded" not in text

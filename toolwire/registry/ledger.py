@@ -13,12 +13,13 @@ noticed rather than answered with another call's result.
 
 Keys: ``LedgerKey(conversation_id, call_key)``. The dispatcher uses three kinds of ``call_key``:
 
-* a call *instance* (``LedgerKey.for_call``): ``"call:" + turn + "|" + ref + "|" + arguments sha256``, where
-  ``turn`` identifies the model response the call came from (``"turn:" + turn_id`` given by the caller, else
-  ``"response:" + response_id`` sent by the provider) and ``ref`` is ``"id:" + call_id`` (the provider's id) or
-  ``"local:" + local_id`` (its position in the turn) when the provider sent none. The same call dispatched again
-  (a re-dispatch, a restarted process parsing the same bytes) has the same key; an identical call in a later
-  turn, or a reused id with other arguments, has another.
+* a call *instance* (``LedgerKey.for_call``): ``"call:" + JSON [turn, ref, tool name, arguments sha256]``,
+  where ``turn`` identifies the model response the call came from (``"turn:" + turn_id`` given by the caller,
+  else ``"response:" + response_id`` sent by the provider) and ``ref`` is ``"id:" + call_id`` (the provider's
+  id) or ``"local:" + local_id`` (its position in the turn) when the provider sent none; a JSON array, so no
+  choice of ids or names can make two different calls' keys equal. The same call dispatched again (a
+  re-dispatch, a restarted process parsing the same bytes) has the same key; an identical call in a later turn,
+  or a reused id with another tool or other arguments, has another.
 * a tool's own key (``Tool(..., idempotency_key=fn)``): ``"key:" + tool name + ":" + fn(args)``, so the same
   action re-planned under a new call id finds the first one's record.
 * a consumed approval: ``"approval:" + the approval's signature`` (it is never completed).
@@ -54,7 +55,7 @@ class LedgerKey(msgspec.Struct, frozen=True):
         """The key of one call instance: the turn's identity, the call's provider id (or, without one, its local
         id) and its arguments hash."""
         ref = "id:" + call.call_id if call.call_id else "local:" + call.local_id
-        return cls(conversation_id, f"call:{turn}|{ref}|{args_sha256}")
+        return cls(conversation_id, "call:" + msgspec.json.encode([turn, ref, call.name, args_sha256]).decode())
 
     @classmethod
     def for_idempotency_key(cls, conversation_id: str, tool_name: str, key: str) -> "LedgerKey":
