@@ -3,7 +3,7 @@
 Deterministic: a fixed number of checks at most, no clock. Steps: drop the options the failure does not need,
 delete lines then byte ranges (delta debugging, halving the range size), then merge the pieces of the chunked
 parse. Deleting a range keeps the chunk boundaries where they were relative to the remaining bytes, and keeps
-the stream-cut-at-its-terminator (``prefix``) in step with the input.
+the case's other choices as they were.
 """
 
 from __future__ import annotations
@@ -22,14 +22,8 @@ class _Budget:
 
 
 def _delete(case: Case, a: int, b: int) -> Case | None:
-    """``case`` without ``data[a:b]`` (None when the range straddles the end of ``prefix``)."""
+    """``case`` without ``data[a:b]``, its chunk boundaries kept where they were relative to the rest."""
     data = case.data[:a] + case.data[b:]
-    prefix = case.prefix
-    if prefix is not None:
-        if b <= len(prefix):
-            prefix = prefix[:a] + prefix[b:]
-        elif a < len(prefix):
-            return None
     pieces = case.pieces
     if pieces is not None:
         cuts, pos = [], 0
@@ -42,7 +36,7 @@ def _delete(case: Case, a: int, b: int) -> Case | None:
             if 0 < q < len(data) and (not new or new[-1] != q):
                 new.append(q)
         pieces = [y - x for x, y in zip([0] + new, new + [len(data)]) if y > x] or [max(1, len(data))]
-    return dataclasses.replace(case, data=data, prefix=prefix, pieces=pieces)
+    return dataclasses.replace(case, data=data, pieces=pieces)
 
 
 def minimize(case: Case, key: str, max_checks: int = 600) -> Case:
@@ -64,8 +58,8 @@ def minimize(case: Case, key: str, max_checks: int = 600) -> Case:
         trial = dataclasses.replace(case, **change)
         if trial != case and fails(trial):
             case = trial
-    if not key.startswith("after_terminator|") and case.prefix is not None:
-        trial = dataclasses.replace(case, prefix=None)
+    if not key.startswith("after_terminator|") and case.cut_format is not None:
+        trial = dataclasses.replace(case, cut_format=None)
         if fails(trial):
             case = trial
     case = _ddmin_lines(case, fails, budget)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 __all__ = ["Doc", "Event", "Mutation", "mutate", "byte_mutate", "json_mutate", "deep_array", "deep_object",
-           "terminator_index", "BIG_MUTATIONS", "JSON_MUTATORS", "BYTE_MUTATORS", "EVENT_MUTATORS"]
+           "terminator_index", "terminator_cut", "BIG_MUTATIONS", "JSON_MUTATORS", "BYTE_MUTATORS", "EVENT_MUTATORS"]
 
 _MARK = "\u0000fuzz-raw-"
 
@@ -163,6 +163,33 @@ def terminator_index(dialect: str, doc: Doc) -> int | None:
     for i, ev in enumerate(doc.events):
         if ev.data is not None and any(n in ev.data for n in needles) and event_type(dialect, ev) in ends:
             return i
+    return None
+
+
+def terminator_cut(dialect: str, data: bytes, fmt: str) -> bytes | None:
+    """``data`` cut right after the event that ends the stream (a JSON array closed again), or None when there is
+    no terminator or nothing follows it. Events are found as ``Doc.parse`` finds them; every boundary it cuts at
+    (two line ends in a row, a newline between JSON lines) is a message boundary for toolwire's framers too."""
+    doc = Doc.parse(data, fmt)
+    t = terminator_index(dialect, doc)
+    if t is None or t >= len(doc.events) - 1:
+        return None
+    if doc.kind == "sse":
+        step = len(doc.sep) * 2
+        blocks = data.split(doc.sep + doc.sep)
+        end = sum(len(b) + step for b in blocks[:t + 1])
+        return data[:end]
+    if doc.kind == "jsonl":
+        pos, seen = 0, -1
+        for line in data.split(b"\n"):
+            pos += len(line) + 1
+            if line.strip():
+                seen += 1
+                if seen == t:
+                    return data[:pos]
+        return None
+    if doc.kind == "array":
+        return Doc("array", doc.events[:t + 1]).dump()
     return None
 
 
@@ -565,11 +592,22 @@ def _e_swap(doc: Doc, rng: random.Random, pool: Pool, dialect: str) -> None:
 
 
 def _e_after_terminator(doc: Doc, rng: random.Random, pool: Pool, dialect: str) -> None:
-    """Move an event (or copy one from another seed) after the stream's terminator."""
+    """Move an event, or a run of events, after the stream's terminator (or copy one from another seed there)."""
     t = terminator_index(dialect, doc)
     if t is None:
         return
-    if rng.random() < 0.6 and t > 0:
+    r = rng.random()
+    if r < 0.4 and t > 0:
+        # a run of events (a whole block, say) moved from before the terminator to after it
+        i = rng.randrange(t)
+        j = min(t, i + rng.randint(1, 6))
+        run = doc.events[i:j]
+        del doc.events[i:j]
+        t -= len(run)
+        at = rng.randint(t + 1, len(doc.events))
+        doc.events[at:at] = run
+        return
+    if r < 0.7 and t > 0:
         ev = doc.events.pop(rng.randrange(t))
         t -= 1
     elif pool.events:

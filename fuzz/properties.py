@@ -41,6 +41,8 @@ from typing import Any
 import toolwire
 from toolwire.registry.tool import check_tool_name
 
+from .mutators import terminator_cut
+
 __all__ = ["Case", "Failure", "check", "pieces_of", "turn_signature", "canonical", "innermost_toolwire_frame", "PROPERTIES"]
 
 PROPERTIES = ("untyped_exception", "unexpected_typed_error", "chunked_disagrees", "streaming_mode_disagrees",
@@ -72,7 +74,7 @@ class Case:
     threaded: bool = False  # tools with a timeout (handlers run on the handler threads)
     echo: bool = False  # handlers return their arguments
     rerun: bool = False
-    prefix: bytes | None = None  # the stream cut right after its terminator, when data follows it
+    cut_format: str | None = None  # how to find the events for the after_terminator property (None: skip it)
     memory: bool = False
     logging: bool = False  # toolwire's log events enabled (down to debug) and rendered
     seed: str = ""
@@ -81,15 +83,12 @@ class Case:
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d["data"] = self.data.hex()
-        d["prefix"] = None if self.prefix is None else self.prefix.hex()
         return d
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "Case":
         d = dict(d)
         d["data"] = bytes.fromhex(d["data"])
-        if d.get("prefix") is not None:
-            d["prefix"] = bytes.fromhex(d["prefix"])
         return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
 
 
@@ -248,6 +247,33 @@ def _collect(out: _Outcome, events: list) -> None:
             out.ended[ev.call.local_id] = ev.call
 
 
+def _outcome_sig(out: _Outcome, order_of: _Outcome | None) -> tuple:
+    """A parse's result to compare: the typed error it raised, or its turn's signature. With ``order_of`` (a
+    keep_calls=True outcome), ``out`` is a keep_calls=False parse: its calls are those its end events reported
+    plus those its turn still holds, in the order of ``order_of``'s calls."""
+    if out.raised:
+        return ((), "raised", out.raised)
+    if order_of is None:
+        return turn_signature(out.turn)
+    calls = dict(out.ended)
+    for c in out.turn.calls:
+        calls[c.local_id] = c
+    order = {c.local_id: i for i, c in enumerate(order_of.turn.calls)} if order_of.turn is not None else {}
+    merged = sorted(calls.values(), key=lambda c: (order.get(c.local_id, 1 << 30), c.local_id))
+    return (tuple(_call_sig(c) for c in merged), out.turn.finish_reason,
+            out.turn.error.type if out.turn.error else None)
+
+
+def _same_unclean(a: _Outcome, b: _Outcome) -> bool:
+    """Both turns ended without finishing cleanly, with the same finish reason and error type: nothing of either
+    runs, so the calls' own states (a call forgotten in streaming mode cannot be failed later) do not matter."""
+    if a.raised or b.raised or a.turn is None or b.turn is None:
+        return False
+    ta, tb = a.turn, b.turn
+    return (not ta.finished_cleanly and not tb.finished_cleanly and ta.finish_reason == tb.finish_reason
+            and (ta.error.type if ta.error else None) == (tb.error.type if tb.error else None))
+
+
 def _describe_difference(a: tuple, b: tuple) -> str:
     """The first field in which two turn signatures differ (``calls.count``, ``calls.state`` …)."""
     calls_a, calls_b = a[0], b[0]
@@ -258,6 +284,8 @@ def _describe_difference(a: tuple, b: tuple) -> str:
         for name, x, y in zip(fields, ca, cb):
             if x != y:
                 return f"calls.{name}"
+    if a[1] == "raised" or b[1] == "raised":
+        return "raised"
     if a[1] != b[1]:
         return "finish_reason"
     if a[2] != b[2]:
@@ -379,8 +407,10 @@ class _Checker:
                 self.compare_streaming(whole, chunked)
         if case.other_fmt:
             self.guarded("parse.other_format", _parse, d, [case.data], case.other_fmt, True, allowed=None)
-        if case.prefix is not None and whole.turn is not None:
-            self.after_terminator(whole)
+        if case.cut_format is not None and whole.turn is not None:
+            prefix = terminator_cut(d, case.data, case.cut_format)
+            if prefix is not None:
+                self.after_terminator(whole, prefix)
         if case.memory:
             self.memory()
         if case.dispatch and whole.turn is not None:
@@ -389,38 +419,35 @@ class _Checker:
 
     # -- parse properties --
     def compare_chunked(self, whole: _Outcome, chunked: _Outcome) -> None:
-        if whole.raised or chunked.raised:
-            if whole.raised != chunked.raised:
-                self.fail("chunked_disagrees", "parse.chunked", "raised", f"whole raised {whole.raised}, "
-                          f"chunked raised {chunked.raised}", "raised")
-            return
-        a, b = turn_signature(whole.turn), turn_signature(chunked.turn)
+        a, b = _outcome_sig(whole, None), _outcome_sig(chunked, None)
         if a != b:
             what = _describe_difference(a, b)
             self.fail("chunked_disagrees", "parse.chunked", what, f"whole {_show(a)} != chunked {_show(b)}", what)
 
     def compare_streaming(self, whole: _Outcome, stream: _Outcome) -> None:
-        if whole.raised or stream.raised:
-            if whole.raised != stream.raised:
-                self.fail("streaming_mode_disagrees", "parse.streaming", "raised",
-                          f"keep_calls=True raised {whole.raised}, keep_calls=False raised {stream.raised}", "raised")
+        """keep_calls=False fed in pieces against keep_calls=True fed whole. On a difference, keep_calls=False fed
+        whole tells which it is: the pieces (``chunked_disagrees``) or the mode (``streaming_mode_disagrees``)."""
+        a = _outcome_sig(whole, None)
+        b = _outcome_sig(stream, whole)
+        if a == b or _same_unclean(whole, stream):
             return
-        calls = dict(stream.ended)
-        for c in stream.turn.calls:
-            calls[c.local_id] = c
-        order = {c.local_id: i for i, c in enumerate(whole.turn.calls)}
-        merged = sorted(calls.values(), key=lambda c: (order.get(c.local_id, 1 << 30), c.local_id))
-        a = turn_signature(whole.turn)
-        b = (tuple(_call_sig(c) for c in merged), stream.turn.finish_reason,
-             stream.turn.error.type if stream.turn.error else None)
-        if a != b:
-            what = _describe_difference(a, b)
+        ok, stream_whole = self.guarded("parse.streaming_whole", _parse, self.case.dialect, [self.case.data],
+                                        self.case.fmt, False, collect=True, allowed=None)
+        if not ok:
+            return
+        c = _outcome_sig(stream_whole, whole)
+        if c != b:
+            what = _describe_difference(c, b)
+            self.fail("chunked_disagrees", "parse.streaming", what,
+                      f"keep_calls=False whole {_show(c)} != keep_calls=False in pieces {_show(b)}", what)
+        else:
+            what = _describe_difference(a, c)
             self.fail("streaming_mode_disagrees", "parse.streaming", what,
-                      f"keep_calls=True {_show(a)} != keep_calls=False {_show(b)}", what)
+                      f"keep_calls=True {_show(a)} != keep_calls=False {_show(c)}", what)
 
-    def after_terminator(self, whole: _Outcome) -> None:
-        ok, prefix = self.guarded("parse.prefix", _parse, self.case.dialect, [self.case.prefix], self.case.fmt,
-                                  True, allowed=None)
+    def after_terminator(self, whole: _Outcome, cut: bytes) -> None:
+        ok, prefix = self.guarded("parse.prefix", _parse, self.case.dialect, [cut], self.case.fmt, True,
+                                  allowed=None)
         if not ok or prefix.turn is None:
             return
         allowed = Counter((c.call_id, c.name, canonical(c.args)) for c in prefix.turn.runnable_calls)

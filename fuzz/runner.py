@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 from .corpus import DIALECTS, Seed, load_seeds
 from .minimize import minimize
-from .mutators import BIG_MUTATIONS, Doc, Pool, mutate, terminator_index
+from .mutators import BIG_MUTATIONS, Doc, Pool, mutate
 from .properties import Case, Failure, check, innermost_toolwire_frame
 
 __all__ = ["Generator", "Report", "Finding", "run", "replay", "write_finding", "DEFAULT_OUT", "check_one"]
@@ -55,11 +55,6 @@ class Generator:
         else:
             data, names, doc = seed.data, [], Doc.parse(seed.data, seed.format)
         fmt = seed.format if rng.random() < 0.6 else "auto"
-        prefix = None
-        if doc is not None:
-            t = terminator_index(dialect, doc)
-            if t is not None and t < len(doc.events) - 1:
-                prefix = Doc(doc.kind, doc.events[:t + 1], doc.sep).dump()
         other = None
         r = rng.random()
         if r < 0.25:
@@ -78,7 +73,7 @@ class Generator:
             threaded=rng.random() < 0.05,
             echo=rng.random() < 0.25,
             rerun=rng.random() < 0.2,
-            prefix=prefix,
+            cut_format=seed.format if doc is not None else None,
             memory=(big and rng.random() < 0.3) or rng.random() < 0.002,
             logging=rng.random() < 0.05,
             seed=seed.name,
