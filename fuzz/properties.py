@@ -18,6 +18,8 @@ Properties (``Failure.prop``):
 * ``handler_count``: a tool's handler ran another number of times than the calls answered as having run.
 * ``results_mismatch``: the results do not answer exactly the dispatched calls (same local_ids, in order, with
   the calls' ids and names).
+* ``repair_not_idempotent``: repairing the repaired history (of toolwire's own ``history_messages``) changes it
+  again.
 * ``rerun_ran``: dispatching the same turn again with the same dispatcher ran a handler again.
 * ``after_terminator``: a call that became runnable only because of data after the stream's terminator.
 * ``memory``: peak traced memory of one parse above 32 MiB + 32 x the input size.
@@ -46,8 +48,8 @@ from .mutators import terminator_cut
 __all__ = ["Case", "Failure", "check", "pieces_of", "turn_signature", "canonical", "innermost_toolwire_frame", "PROPERTIES"]
 
 PROPERTIES = ("untyped_exception", "unexpected_typed_error", "chunked_disagrees", "streaming_mode_disagrees",
-              "ran_unclean", "ran_unrunnable", "handler_count", "results_mismatch", "rerun_ran", "after_terminator",
-              "memory", "harness_error", "hang")
+              "ran_unclean", "ran_unrunnable", "handler_count", "results_mismatch", "rerun_ran",
+              "repair_not_idempotent", "after_terminator", "memory", "harness_error", "hang")
 
 _TOOLWIRE_DIR = os.path.dirname(os.path.abspath(toolwire.__file__))
 _FUZZ_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -541,8 +543,14 @@ class _Checker:
         if not ok:
             return
         ok, repaired = self.guarded("repair_history", toolwire.repair_history, turn.provider, history, allowed=())
-        if ok:
-            self.guarded("repair_history.again", toolwire.repair_history, turn.provider, repaired[0], allowed=())
+        if not ok:
+            return
+        ok, again = self.guarded("repair_history.again", toolwire.repair_history, turn.provider, repaired[0],
+                                 allowed=())
+        if ok and (again[1].actions or canonical(again[0]) != canonical(repaired[0])):
+            kinds = sorted({a.kind.value for a in again[1].actions})
+            self.fail("repair_not_idempotent", "repair_history.again", ",".join(kinds) or "changed",
+                      f"repairing a repaired history changed it again: {kinds or 'messages differ'}", "repair")
 
 
 class _Render(logging.Handler):
