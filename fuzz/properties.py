@@ -31,7 +31,6 @@ from __future__ import annotations
 import logging
 import os
 import random
-import sys
 import threading
 import tracemalloc
 import traceback
@@ -45,7 +44,8 @@ from toolwire.registry.tool import check_tool_name
 
 from .mutators import terminator_cut
 
-__all__ = ["Case", "Failure", "check", "pieces_of", "turn_signature", "canonical", "innermost_toolwire_frame", "PROPERTIES"]
+__all__ = ["Case", "Failure", "check", "pieces_of", "turn_signature", "canonical", "innermost_toolwire_frame",
+           "PROPERTIES"]
 
 PROPERTIES = ("untyped_exception", "unexpected_typed_error", "chunked_disagrees", "streaming_mode_disagrees",
               "ran_unclean", "ran_unrunnable", "handler_count", "results_mismatch", "rerun_ran",

@@ -13,10 +13,8 @@ import itertools
 import json
 import math
 import multiprocessing as mp
-import os
 import random
 import signal
-import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
