@@ -31,6 +31,7 @@ from __future__ import annotations
 import logging
 import os
 import random
+import sys
 import threading
 import tracemalloc
 import traceback
@@ -553,6 +554,19 @@ class _Checker:
                       f"repairing a repaired history changed it again: {kinds or 'messages differ'}", "repair")
 
 
+#: frames available to everything ``check`` calls, wherever it is called from (a worker, a replay, a test), so
+#: that whether an input nested ~1,000 deep raises RecursionError does not depend on the caller's stack
+HEADROOM = 1000
+
+
+def _stack_depth() -> int:
+    frame, n = sys._getframe(), 0
+    while frame is not None:
+        n += 1
+        frame = frame.f_back
+    return n
+
+
 class _Render(logging.Handler):
     """Formats every record (as a real handler would) and keeps nothing."""
 
@@ -568,17 +582,21 @@ def check(case: Case) -> list[Failure]:
     """Every property for ``case``; the failures found (empty when the input passed).
 
     toolwire's logger is silenced (its level raised above CRITICAL) unless ``case.logging``, when every event
-    down to debug is emitted and rendered; the logger's level and handlers are restored afterwards."""
+    down to debug is emitted and rendered; the logger's level and handlers are restored afterwards. The
+    recursion limit is set to leave ``HEADROOM`` frames, and restored."""
     level = _LOGGER.level
     _LOGGER.setLevel(logging.DEBUG if case.logging else logging.CRITICAL + 1)
     if case.logging:
         _LOGGER.addHandler(_RENDER)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(_stack_depth() + HEADROOM)
     try:
         return _Checker(case).run()
     except Exception as exc:  # noqa: BLE001 - a harness bug must be reported, not hidden
         return [Failure("harness_error", "check", type(exc).__name__, _message(exc), innermost_toolwire_frame(exc),
                         case.dialect)]
     finally:
+        sys.setrecursionlimit(limit)
         if case.logging:
             _LOGGER.removeHandler(_RENDER)
         _LOGGER.setLevel(level)
