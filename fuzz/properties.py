@@ -559,12 +559,31 @@ class _Checker:
 HEADROOM = 1000
 
 
+def _left(n: int = 0) -> int:
+    """How many more nested calls fit under the recursion limit here (C calls of the callers count too, which is
+    why the frames are not simply counted)."""
+    try:
+        return _left(n + 1)
+    except RecursionError:
+        return n
+
+
+_USED: dict[tuple, int] = {}
+
+
 def _stack_depth() -> int:
-    frame, n = sys._getframe(), 0
+    """Recursion units the callers use (measured once per distinct call chain and recursion limit)."""
+    frame, chain = sys._getframe(1), []
     while frame is not None:
-        n += 1
+        chain.append(id(frame.f_code))
         frame = frame.f_back
-    return n
+    key = (sys.getrecursionlimit(), *chain)
+    used = _USED.get(key)
+    if used is None:
+        used = _USED[key] = sys.getrecursionlimit() - _left()
+        if len(_USED) > 256:
+            _USED.clear()
+    return used
 
 
 class _Render(logging.Handler):

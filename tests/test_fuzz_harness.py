@@ -307,3 +307,17 @@ def test_generator_cases_are_fixed_by_seed_and_number():
     assert cases == [b.case(i) for i in range(10)]
     assert [c.dialect for c in cases] == [DIALECTS[i % len(DIALECTS)] for i in range(10)]
     assert runner.Generator(8).case(3) != cases[3]
+
+
+def test_deep_nesting_gives_the_same_result_whatever_the_callers_stack():
+    """check() leaves the same recursion headroom wherever it is called from, so an input nested close to the
+    limit fails (or passes) the same way in a worker, a replay and a test."""
+    from fuzz.mutators import deep_array
+
+    def keys_at(extra: int, case: Case) -> set[str]:
+        return keys_at(extra - 1, case) if extra else _keys(case)
+
+    for depth in (985, 995, 1005):
+        payload = b'{"type": "message_start", "message": ' + deep_array(depth) + b"}"
+        case = Case("anthropic", b"data: " + payload + b"\n\n", "sse", dispatch=False)
+        assert keys_at(0, case) == keys_at(300, case)
