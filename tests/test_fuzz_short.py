@@ -29,6 +29,7 @@ KNOWN = {
     ("untyped_exception", "RecursionError", "toolwire/codecs/openai_responses.py"),
     ("untyped_exception", "RecursionError", "toolwire/codecs/results/_common.py"),
     ("untyped_exception", "RecursionError", "toolwire/statemachine/assembler.py"),
+    ("untyped_exception", "RecursionError", "toolwire/_log.py"),  # rendering a debug event that holds such a value
     # invalid UTF-8 / out-of-range numbers in parts kept raw for the replay
     ("untyped_exception", "DecodeError", "toolwire/codecs/gemini.py"),
     ("untyped_exception", "ValidationError", "toolwire/codecs/gemini.py"),
