@@ -23,8 +23,13 @@ test: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/toolwire demo
 
+# make fuzz [FUZZ_SECONDS=600] [FUZZ_ARGS=...]: the deep hypothesis profile of the suite, then the mutation fuzzer
+# (python -m fuzz; reproducers go to fuzz/findings/, replay one with python -m fuzz --replay FILE).
+FUZZ_SECONDS ?= 600
+FUZZ_ARGS ?=
 fuzz: $(STAMP)
 	HYPOTHESIS_PROFILE=deep $(PY) -m pytest -q -n 2 -p no:cacheprovider tests
+	$(PY) -m fuzz --seconds $(FUZZ_SECONDS) $(FUZZ_ARGS)
 
 # make bench [BENCH_ARGS=--quick]: toolwire against a msgspec floor and the official SDKs (ratios; see bench/README.md).
 # Not part of make test. google-genai (the Gemini peer) is installed if missing; without it that peer is skipped.
