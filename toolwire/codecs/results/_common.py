@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 
 from ...errors import HistoryTooLargeError
+from ...limits import DEFAULT_MAX_DEPTH, json_depth_exceeds
 from ...registry.result import ResultKind, ToolResult
 from ...types import ToolCall, Turn
 
@@ -265,9 +266,11 @@ def result_text(result: ToolResult) -> str:
 
 
 def _parse_object(text: str) -> dict[str, Any] | None:
+    if json_depth_exceeds(text, DEFAULT_MAX_DEPTH):
+        return None  # nested past the parser's limit: never an argument object, and decoding would recurse
     try:
         value = msgspec.json.decode(text)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return None
     except UnicodeEncodeError:  # surrogates in the text: parse what UTF-8 can carry
         try:
