@@ -148,17 +148,18 @@ def test_a_clean_input_passes_every_property():
 
 
 def _plant_key_error(monkeypatch):
-    """AnthropicCodec.on_payload raises KeyError (not a ToolwireError) for a payload mentioning PLANTED."""
-    from toolwire.codecs.anthropic import AnthropicCodec
+    """The assembler raises KeyError (not a ToolwireError) once a call named PLANTED is open, outside the codecs'
+    own guard (which turns anything a payload provokes into a protocol error)."""
+    from toolwire.statemachine.assembler import Assembler
 
-    original = AnthropicCodec.on_payload
+    original = Assembler.take_events
 
-    def on_payload(self, event, data):
-        if b"PLANTED" in data:
+    def take_events(self):
+        if any(r.name == "PLANTED" for r in list(self._open.values()) + self.records):
             raise KeyError("planted")
-        return original(self, event, data)
+        return original(self)
 
-    monkeypatch.setattr(AnthropicCodec, "on_payload", on_payload)
+    monkeypatch.setattr(Assembler, "take_events", take_events)
 
 
 def test_a_planted_untyped_exception_is_reported_with_its_innermost_toolwire_frame(monkeypatch):
@@ -167,7 +168,7 @@ def test_a_planted_untyped_exception_is_reported_with_its_innermost_toolwire_fra
     data = _anthropic((("toolu_1", "PLANTED", ["{}"]),))
     (failure,) = [f for f in check(Case("anthropic", data, "sse")) if f.stage == "parse.whole"]
     assert (failure.prop, failure.type) == ("untyped_exception", "KeyError")
-    assert failure.where.startswith("toolwire/codecs/base.py:") and failure.where.endswith("in feed_payloads")
+    assert failure.where.startswith("toolwire/parser.py:") and failure.where.endswith("in feed")  # the plant is in tests/
 
 
 def test_run_reports_writes_and_replays_a_planted_failure(monkeypatch, tmp_path, capsys):

@@ -3,9 +3,8 @@
 The long runs are ``make fuzz`` / ``python -m fuzz --seconds N``; this one keeps every property of ``fuzz``
 checked on each ``make test``. A failure lists each distinct failure with the command that replays it.
 
-While the library still has the defects listed in ``KNOWN`` the zero-failure test is an expected failure; the
-second test fails at once if the run finds anything outside those known classes. Once the library is fixed, the
-first test passes: remove its ``xfail`` mark and empty ``KNOWN``.
+``KNOWN`` lists defect classes that are found but not yet fixed (none today): while it is not empty, mark the
+zero-failure test as an expected failure; the other test still fails at once on anything outside those classes.
 """
 
 from __future__ import annotations
@@ -18,40 +17,9 @@ from fuzz.runner import Report, format_report, run
 SEED = 20240601
 INPUTS = 20_000
 
-#: Defect classes the fuzzer finds in the library today: (property, exception type, toolwire file) for an
+#: Defect classes the fuzzer finds but that are not fixed yet: (property, exception type, toolwire file) for an
 #: exception that escaped, (property, dialect) for the others. Coarse on purpose: line numbers move.
-KNOWN = {
-    # JSON nested about 1,000 deep: msgspec raises RecursionError, which the codecs and results code let escape
-    ("untyped_exception", "RecursionError", "toolwire/codecs/anthropic.py"),
-    ("untyped_exception", "RecursionError", "toolwire/codecs/gemini.py"),
-    ("untyped_exception", "RecursionError", "toolwire/codecs/gemini_interactions.py"),
-    ("untyped_exception", "RecursionError", "toolwire/codecs/openai_chat.py"),
-    ("untyped_exception", "RecursionError", "toolwire/codecs/openai_responses.py"),
-    ("untyped_exception", "RecursionError", "toolwire/codecs/results/_common.py"),
-    ("untyped_exception", "RecursionError", "toolwire/statemachine/assembler.py"),
-    ("untyped_exception", "RecursionError", "toolwire/_log.py"),  # rendering a debug event that holds such a value
-    # invalid UTF-8 / out-of-range numbers in parts kept raw for the replay
-    ("untyped_exception", "DecodeError", "toolwire/codecs/gemini.py"),
-    ("untyped_exception", "ValidationError", "toolwire/codecs/gemini.py"),
-    ("untyped_exception", "UnicodeDecodeError", "toolwire/codecs/gemini.py"),
-    ("untyped_exception", "UnicodeDecodeError", "toolwire/codecs/gemini_interactions.py"),
-    # values of the wrong type in blocks, deltas and items
-    ("untyped_exception", "TypeError", "toolwire/codecs/anthropic.py"),
-    ("untyped_exception", "TypeError", "toolwire/codecs/gemini_interactions.py"),
-    ("untyped_exception", "TypeError", "toolwire/codecs/openai_responses.py"),
-    # data after [DONE] / message_stop still counts
-    ("after_terminator", "openai-chat"),
-    ("after_terminator", "anthropic"),
-    # keep_calls=False: Responses finishes "stop" with calls; Anthropic accepts a block index used before
-    ("streaming_mode_disagrees", "openai-responses"),
-    ("streaming_mode_disagrees", "anthropic"),
-    # two calls with one id, or a nameless Gemini call: every repair reports (and redoes) the same actions
-    ("repair_not_idempotent", "openai-chat"),
-    ("repair_not_idempotent", "openai-responses"),
-    ("repair_not_idempotent", "anthropic"),
-    ("repair_not_idempotent", "gemini"),
-    ("repair_not_idempotent", "gemini-interactions"),
-}
+KNOWN: set[tuple] = set()
 
 
 def coarse(f: Failure) -> tuple:
@@ -75,7 +43,6 @@ def test_short_fuzz_run_finds_only_known_defects(short_run):
     assert not new, text
 
 
-@pytest.mark.xfail(strict=False, reason="the library still has the defects listed in KNOWN (the fuzzer finds them)")
 def test_short_fuzz_run_finds_no_failure(short_run):
     """20,000 inputs over every dialect, seed fixed: every property holds."""
     report, text = short_run

@@ -394,9 +394,13 @@ class AnthropicCodec(Codec):
                 text = bytes(block.input).decode()
                 if text.strip() not in ("{}", "", "null"):
                     rec.initial = text  # whole input given at the start (server tools, bodies)
-        elif t in ("text",):
-            text = raw_dict.get("text")
-            if isinstance(text, str) and text:
+        elif t in ("text", "thinking"):
+            text = raw_dict.get(t, "")
+            if not isinstance(text, str):
+                # the replayed block would be built by appending the deltas to it: refuse it here, in both modes
+                asm.protocol_error(f"{t} block {index} starts with a {type(text).__name__}, not text")
+                return
+            if t == "text" and text:
                 asm.add_text(text)
         self._blocks[index] = _BlockState(raw_dict, t, rec)
         self._started_indexes.add(index)

@@ -553,8 +553,8 @@ class OpenAIResponsesCodec(Codec):
         final = item.input if rec.kind is CallKind.CUSTOM else self._string_arguments(item)
         if not isinstance(final, str):
             final = None
-        if item.name and rec.name is None:
-            rec.name = item.name
+        if item.name and rec.name is None and (rec.is_open or rec.state is _COMPLETE):
+            rec.name = item.name  # (a call that already failed keeps what it had when it ended)
         if rec.is_open:
             if incomplete:
                 if not rec.frags:

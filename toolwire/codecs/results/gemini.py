@@ -124,7 +124,9 @@ class _Call:
 
 def _name_key(name: Any) -> Any:
     """A hashable stand-in for a name (a malformed history may hold any JSON value there)."""
-    return name if name is None or isinstance(name, str) else ("json", repr(name))
+    if name is None or name == "":
+        return None  # a nameless call is answered with name "" (the field is required): the same key
+    return name if isinstance(name, str) else ("json", repr(name))
 
 
 class _Index:
