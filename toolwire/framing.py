@@ -248,9 +248,13 @@ class JSONLinesDecoder:
                 chunk = chunk[3:]
         end = chunk.rfind(b"\n")
         if end < 0:
+            if not self._parts:
+                chunk = chunk.lstrip()  # white space before a line's first byte is never kept
+                if not chunk:
+                    return []
             self._parts.append(chunk)
             self._plen += len(chunk)
-            if self._plen > self._max and len(b"".join(self._parts).strip()) > self._max:
+            if self._plen > self._max:  # white space inside a line counts like anything else
                 raise _too_big("line", self._plen, self._max, chunk)
             return []
         if self._parts:
@@ -260,10 +264,10 @@ class JSONLinesDecoder:
             self._parts, self._plen = [], 0
         else:
             buf = chunk
-        rest = buf[end + 1:]
+        rest = buf[end + 1:].lstrip()
         if rest:
             self._parts, self._plen = [rest], len(rest)
-            if len(rest) > self._max and len(rest.strip()) > self._max:
+            if len(rest) > self._max:
                 raise _too_big("line", len(rest), self._max, rest)
         out = []
         for line in buf[:end].split(b"\n"):

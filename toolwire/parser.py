@@ -65,7 +65,8 @@ class StreamParser:
         asm.max_depth, asm.max_argument_chars, asm.max_calls = max_depth, max_argument_chars, max_calls
         self._max = max_message_bytes
         self._framer: Any = None if format == "auto" else self._make_framer(format)
-        self._sniff = b""
+        self._sniff: list[bytes] = []  # leading white space seen while the format is detected
+        self._sniffed = 0
         self._closed = False
         self._turn: Turn | None = None
 
@@ -96,15 +97,19 @@ class StreamParser:
             chunk = bytes(chunk)
         framer = self._framer
         if framer is None:
-            self._sniff += chunk
-            head = self._sniff.lstrip(b"\xef\xbb\xbf \t\r\n")
+            # only the new chunk is looked at: white space already seen is kept in pieces, never re-scanned
+            head = chunk.lstrip(b"\xef\xbb\xbf \t\r\n")
             if not head:
-                if len(self._sniff) > self._max:
+                self._sniff.append(chunk)
+                self._sniffed += len(chunk)
+                if self._sniffed > self._max:
                     self._fail_framing(FramingError("input is only white space", limit=self._max,
-                                                    size=len(self._sniff), code="message_too_large"))
+                                                    size=self._sniffed, code="message_too_large"))
                 return []
             framer = self._framer = self._make_framer("values" if head[:1] in (b"{", b"[") else "sse")
-            chunk, self._sniff = self._sniff, b""
+            if self._sniff:
+                chunk = b"".join(self._sniff) + chunk
+                self._sniff, self._sniffed = [], 0
         try:
             payloads = framer.feed(chunk)
         except FramingError as exc:

@@ -189,3 +189,47 @@ def test_vertex_integer_enums_are_read():
     blocked = {"promptFeedback": {"blockReason": 1}}
     turn = toolwire.parse("gemini", json.dumps(blocked))
     assert turn.raw_finish_reason == "SAFETY" and turn.finish_reason is toolwire.FinishReason.CONTENT_FILTER
+
+
+# ---- framing: white space is bounded and never re-scanned -----------------------------------------------------
+
+
+def test_jsonl_white_space_inside_a_line_counts_toward_max_message_bytes():
+    """`{` and then megabytes of spaces is a line over the cap: FramingError, not an unbounded buffer."""
+    from toolwire import FramingError
+
+    parser = toolwire.StreamParser("openai-chat", format="jsonl", max_message_bytes=4096)
+    parser.feed(b"{")
+    with pytest.raises(FramingError):
+        for _ in range(10):
+            parser.feed(b" " * 1024)
+
+
+def test_jsonl_blank_and_indented_lines_are_still_read():
+    """Blank lines and white space before a line are skipped, however long, and never held."""
+    body_line = b'{"id":"c","object":"chat.completion","choices":[{"index":0,"finish_reason":"stop",' \
+                b'"message":{"role":"assistant","content":"hi"}}]}'
+    parser = toolwire.StreamParser("openai-chat", format="jsonl", max_message_bytes=4096)
+    for piece in (b" " * 3000, b"\n" * 5000, b"   \t", b" " * 3000, body_line, b"\n"):
+        parser.feed(piece)
+    parser.close()
+    assert parser.turn.text == "hi" and parser.turn.error is None
+
+
+@pytest.mark.parametrize("piece", [1, 7, 64])
+def test_auto_format_after_a_long_white_space_prefix_in_small_pieces(piece):
+    """`format="auto"` with a long white-space prefix fed in small pieces detects the format and parses the rest
+    exactly as without the prefix; white space past max_message_bytes is a FramingError."""
+    from toolwire import FramingError
+
+    data = body("anthropic", [("t", "f", {"a": 1})])
+    padded = b"\r\n \t" * 3000 + data
+    parser = toolwire.StreamParser("anthropic", format="auto")
+    for i in range(0, len(padded), piece):
+        parser.feed(padded[i:i + piece])
+    parser.close()
+    assert parser.turn.runnable_calls[0].args == {"a": 1}
+    only_space = toolwire.StreamParser("anthropic", format="auto", max_message_bytes=1000)
+    with pytest.raises(FramingError):
+        for _ in range(2000):
+            only_space.feed(b"\n" * piece)
