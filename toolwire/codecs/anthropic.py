@@ -290,8 +290,8 @@ class AnthropicCodec(Codec):
                 return
             asm.understood += 1
             blk = self._blocks.get(ev.index)
-            if blk is None:
-                self._late_delta(ev.index, None, None)
+            if blk is None or blk.stopped:  # after the block's stop, whatever its type (as in streaming mode)
+                self._late_delta(ev.index, blk, None)
                 return
             _log.emit(_log.DEBUG, "payload.skipped", provider=self.provider, reason="unknown delta type",
                       type=ev.delta.get("type"), position=asm.position)
