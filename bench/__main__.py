@@ -22,6 +22,7 @@ from typing import Any, Callable
 import toolwire
 
 from . import dispatch, memory
+from . import input_shapes
 from . import repair as repair_bench
 from .floor import FLOORS
 from .peers import available_peers
@@ -33,6 +34,7 @@ MiB = 1024 * 1024
 RATIO_TARGET = 3.0
 LINEAR_TARGET = 11.0
 REPAIR_TARGETS = {4: 5.0, 10: 11.0}  # repair_history at 4x / 10x the calls over 1x
+SHAPE_TARGET = 5.0  # input shapes that were once quadratic: 4x the input within 5x the time
 DISPATCH_TARGET_US = 50.0
 
 
@@ -134,6 +136,7 @@ class Bench:
         self.memory: dict[str, Any] = {}
         self.dispatch: dict[str, Any] = {}
         self.repair: dict[str, Any] = {}
+        self.shapes: dict[str, Any] = {}
 
     # ---- the table ------------------------------------------------------------------------------------------
     def table(self) -> None:
@@ -304,6 +307,20 @@ class Bench:
             self.repair[dialect] = res
             print(f"  {dialect:19}  {cells[0]:>50}  {cells[1]:>50}", flush=True)
 
+    # ---- input shapes that once cost more than linear time ---------------------------------------------------
+    def shapes_step(self) -> None:
+        n = 20_000 if self.cfg.name == "quick" else 100_000
+        print()
+        print(f"shapes: parse time at 4x the input over 1x (n = {n}; target <= {SHAPE_TARGET:g}x), 64-byte pieces")
+        for shape in input_shapes.SHAPES:
+            r = input_shapes.measure(shape, n, 3 if self.cfg.name == "quick" else 5)
+            self.shapes[shape] = r
+            flag = "" if r["ratio"] <= SHAPE_TARGET else "*"
+            print(f"  {shape:20} {r['s_1x'] * 1e3:9.1f} ms -> {r['s_4x'] * 1e3:9.1f} ms  ratio {r['ratio']:.2f}{flag}"
+                  + ("" if r["ok"] else "  [wrong: the parse failed]"), flush=True)
+            if not r["ok"]:
+                self.problems.append(f"shapes/{shape}: the parse failed")
+
     # ---- memory and dispatch --------------------------------------------------------------------------------
     def memory_step(self) -> None:
         cfg = self.cfg
@@ -426,6 +443,8 @@ def main(argv: list[str] | None = None) -> int:
         bench.linearity()
     if not args.skip_repair:
         bench.repair_step()
+    if not args.skip_linear:
+        bench.shapes_step()
     if not args.skip_memory:
         bench.memory_step()
     else:
@@ -438,6 +457,7 @@ def main(argv: list[str] | None = None) -> int:
     elapsed = time.perf_counter() - started
     results = {"config": cfg.__dict__, "versions": v, "cpus": os.cpu_count(), "elapsed_s": round(elapsed, 1),
                "loadavg_end": os.getloadavg(), "rows": bench.rows, "linear": bench.linear, "memory": bench.memory,
+               "shapes": bench.shapes,
                "repair": bench.repair, "dispatch": bench.dispatch, "problems": bench.problems,
                "summary": bench.worst(),
                "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
