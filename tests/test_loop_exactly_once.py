@@ -105,3 +105,29 @@ def test_an_unreadable_2xx_body_is_not_logged_without_log_arguments(sim, provide
     with ToolLoop(provider, **kw) as loop:
         assert loop.run(SAVE).fallback
     assert "http.unreadable_body" in out.getvalue() and marker not in out.getvalue()
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_planted_api_key_is_in_no_error_message_or_type(sim, provider):
+    """A 401 body that puts the API key in its error type and message: the transport's ProviderError (message
+    and type) and the loop's result hold no trace of it."""
+    from toolwire.harness import HTTPTransport, ProviderError
+
+    body = {"error": {"type": KEY, "code": KEY, "message": f"Incorrect API key provided: {KEY}"}}
+    sim.plan([Fault.status(401, body=body)])
+    with HTTPTransport(provider, model="sim-model", base_url=sim.base_url, api_key=KEY, stream=False) as t:
+        with pytest.raises(ProviderError) as info:
+            t.request({"model": "sim-model"})
+    err = info.value
+    assert KEY not in str(err) and KEY not in str(err.type) and KEY[:16] not in repr(vars(err))
+
+
+def test_an_in_stream_error_echoing_a_registered_key_is_scrubbed_on_the_turn():
+    """A registered API key echoed in a provider's in-stream error never reaches the Turn's error."""
+    from toolwire import _log
+
+    _log.add_secret(KEY)
+    stream = (b'event: error\ndata: {"type":"error","error":{"type":"' + KEY.encode() + b'","message":"bad key '
+              + KEY.encode() + b'"}}\n\n')
+    turn = __import__("toolwire").parse("anthropic", stream)
+    assert turn.error is not None and KEY not in turn.error.type and KEY not in turn.error.message

@@ -25,7 +25,8 @@ from typing import Any
 
 import structlog
 
-__all__ = ["stdlib_logger", "enabled", "emit", "add_secret", "scrub", "DEBUG", "INFO", "WARNING", "ERROR"]
+__all__ = ["stdlib_logger", "enabled", "emit", "add_secret", "scrub", "has_secrets", "DEBUG", "INFO", "WARNING",
+           "ERROR"]
 
 DEBUG = logging.DEBUG
 INFO = logging.INFO
@@ -67,6 +68,11 @@ def add_secret(value: str | None) -> None:
     with _secrets_lock:
         if value not in _secrets:
             _secrets = tuple(sorted((*_secrets, value), key=len, reverse=True))
+
+
+def has_secrets(*texts: object) -> bool:
+    """True when one of ``texts`` holds something ``scrub`` would redact (cheap when nothing is registered)."""
+    return any(isinstance(t, str) and scrub(t) != t for t in texts)
 
 
 def scrub(text: str) -> str:

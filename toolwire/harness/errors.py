@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .._log import scrub
 from ..errors import ToolwireError
 
 __all__ = ["ProviderError"]
@@ -20,10 +21,11 @@ class ProviderError(ToolwireError):
 
     def __init__(self, message: str, *, provider: str, status: int | None, type: str, transient: bool,
                  retry_after: float | None = None, retry_limit: int | None = None) -> None:
-        super().__init__(message)
+        # a provider may echo the key in its error type (a 401 body): neither the message nor the type keeps it
+        super().__init__(scrub(message))
         self.provider = provider
         self.status = status
-        self.type = type
+        self.type = scrub(type) if isinstance(type, str) else type
         self.transient = transient
         self.retry_after = retry_after
         self.retry_limit = retry_limit

@@ -370,6 +370,8 @@ class Assembler:
     def stream_error(self, error: StreamError, code: ProblemCode = ProblemCode.STREAM_ERROR) -> None:
         """The provider reported an error (or sent garbage): open calls end, later payloads are ignored."""
         if self.error is None:
+            if _log.has_secrets(error.type, error.message):  # an in-stream error that echoes the API key
+                error = msgspec.structs.replace(error, type=_log.scrub(error.type), message=_log.scrub(error.message))
             self.error = error
             self.events.append(StreamFailed(error=error))
             _log.emit(_log.WARNING, "stream.error", provider=self.provider, type=error.type,
