@@ -22,6 +22,7 @@ import logging
 import re
 import threading
 from typing import Any
+from urllib.parse import unquote, unquote_plus
 
 import structlog
 
@@ -75,8 +76,23 @@ def has_secrets(*texts: object) -> bool:
     return any(isinstance(t, str) and scrub(t) != t for t in texts)
 
 
-def scrub(text: str) -> str:
-    """``text`` with every registered secret, a secret's prefix at its end, and key-shaped text redacted."""
+_UNICODE_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
+
+
+def _unescaped(text: str) -> list[str]:
+    """Readings of ``text`` with the escapes a body may wrap a key in undone: JSON ``\\uXXXX`` and ``\\/``,
+    and that with URL percent-encoding undone (``+`` kept, or read as a space)."""
+    if "\\" in text:
+        text = _UNICODE_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text).replace("\\/", "/")
+    readings = [text]
+    if "%" in text:
+        readings.append(unquote(text))
+    if "+" in text:
+        readings.append(unquote_plus(text))
+    return readings
+
+
+def _scrub_plain(text: str) -> str:
     for secret in _secrets:
         if secret in text:
             text = text.replace(secret, REDACTED)
@@ -86,6 +102,19 @@ def scrub(text: str) -> str:
                 break
     if "sk-" in text or "AIza" in text or "AKIA" in text or "earer" in text or "EARER" in text:
         text = _KEY_SHAPES.sub(REDACTED, text)
+    return text
+
+
+def scrub(text: str) -> str:
+    """``text`` with every registered secret, a secret's prefix at its end, and key-shaped text redacted, also
+    where the text wraps them in JSON or URL escapes (then the text is returned unescaped, redacted)."""
+    text = _scrub_plain(text)
+    if "\\" in text or "%" in text or ("+" in text and _secrets):
+        for plain in _unescaped(text):
+            if plain != text:
+                redacted = _scrub_plain(plain)
+                if redacted != plain:
+                    return redacted
     return text
 
 

@@ -104,9 +104,8 @@ def _cmd_parse(args: argparse.Namespace) -> int:
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # exit 2 with the usage, as argparse does, on stderr
-        self.print_usage(sys.stderr)
-        self.exit(2, f"{self.prog}: error: {message}\n")
+    def error(self, message: str) -> None:  # exit 2, as argparse does, with one line on stderr
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see '{self.prog} --help')\n")
 
 
 def _cmd_diagram(args: argparse.Namespace) -> int:

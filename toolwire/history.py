@@ -171,8 +171,8 @@ def repair_history(provider: str, messages: Iterable[Any], *, echo_ids: bool = T
     more than ``max_calls`` calls.
     """
     mod = _dialect(provider)
-    if isinstance(messages, (str, bytes, dict)):
-        raise UsageError("messages must be a list of the provider's messages")
+    if isinstance(messages, (str, bytes, dict)) or not isinstance(messages, Iterable):
+        raise UsageError(f"messages must be a list of the provider's messages, got {type(messages).__name__}")
     if max_calls is not None and (isinstance(max_calls, bool) or not isinstance(max_calls, int) or max_calls < 1):
         raise UsageError(f"max_calls must be a positive integer or None, got {max_calls!r}")
     actions = Actions()

@@ -233,3 +233,68 @@ def test_auto_format_after_a_long_white_space_prefix_in_small_pieces(piece):
     with pytest.raises(FramingError):
         for _ in range(2000):
             only_space.feed(b"\n" * piece)
+
+
+# ---- from a hostile pass ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("provider", ["openai-chat", "anthropic", "gemini", "openai-responses",
+                                      "gemini-interactions"])
+@pytest.mark.parametrize("history", [None, 5, True, 1.5])
+def test_repair_history_of_something_that_is_not_a_list_is_a_usage_error(provider, history):
+    """`repair_history` of null, a number or a bool (json.loads of a bad file) is a UsageError, not a TypeError."""
+    with pytest.raises(UsageError):
+        toolwire.repair_history(provider, history)
+
+
+@pytest.mark.parametrize("name", [None, float("nan"), 5])
+@pytest.mark.parametrize("echo_ids", [True, False])
+def test_gemini_repair_settles_for_calls_with_odd_names(name, echo_ids):
+    """A Gemini call whose name is null, NaN or a number: one repair, and a second pass changes nothing."""
+    history = [{"role": "user", "parts": [{"text": "hi"}]},
+               {"role": "model", "parts": [{"functionCall": {"id": "g1", "name": name, "args": {"a": 1}}}]},
+               {"role": "user", "parts": [{"functionResponse": {"id": "g1", "name": "f", "response": {"o": 1}}}]}]
+    once, _ = toolwire.repair_history("gemini", history, echo_ids=echo_ids)
+    twice, report = toolwire.repair_history("gemini", once, echo_ids=echo_ids)
+    assert report.actions == []
+    assert json.dumps(twice, default=str) == json.dumps(once, default=str)
+    assert "no result was recorded" not in json.dumps(once, default=str)
+
+
+def test_integer_unspecified_finish_reason_reads_like_its_name():
+    """Gemini `finishReason: 0` reads like "FINISH_REASON_UNSPECIFIED" (an unknown reason), not as absent."""
+    base = {"candidates": [{"content": {"role": "model", "parts": [{"text": "x"}]}}]}
+    by_name = json.loads(json.dumps(base))
+    by_name["candidates"][0]["finishReason"] = "FINISH_REASON_UNSPECIFIED"
+    by_number = json.loads(json.dumps(base))
+    by_number["candidates"][0]["finishReason"] = 0
+    a, b = toolwire.parse("gemini", json.dumps(by_name)), toolwire.parse("gemini", json.dumps(by_number))
+    assert (a.finish_reason, a.raw_finish_reason, a.error) == (b.finish_reason, b.raw_finish_reason, b.error)
+
+
+@pytest.mark.parametrize("form", ["json_unicode_escape", "json_slash_escape", "url_encoded", "url_plus_encoded"])
+def test_a_registered_key_is_scrubbed_in_escaped_forms(form, toolwire_debug):
+    """A key echoed with JSON `\\uXXXX` / `\\/` escapes or URL-encoded is still scrubbed from every log field."""
+    from urllib.parse import quote, quote_plus
+
+    from toolwire import _log
+
+    key = "PLANTED/proxy+token=Zq81-xY72-vv55-sk"
+    _log.add_secret(key)
+    text = {"json_unicode_escape": "".join(f"\\u{ord(c):04x}" for c in key),
+            "json_slash_escape": key.replace("/", "\\/"),
+            "url_encoded": quote(key, safe=""), "url_plus_encoded": quote_plus(key)}[form]
+    with capture_logs() as logs:
+        _log.emit(_log.WARNING, "stream.error", provider="openai-chat", type="x",
+                  message='{"error":{"message":"bad key ' + text + '"}}', position=1)
+    assert "Zq81-xY72-vv55" not in repr(logs) and "[redacted]" in repr(logs)
+
+
+def test_a_usage_error_of_the_cli_is_one_line():
+    """An unknown option or provider is one line on stderr with exit 2."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "toolwire.cli", "parse", "--provider", "nope", "x"],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "unknown provider" in proc.stderr

@@ -137,9 +137,7 @@ def enum_name(value: str | int | None, names: tuple[str, ...]) -> str | None:
         return value
     if isinstance(value, bool):
         return str(value)
-    if value == 0:
-        return None  # the unspecified value: as if absent
-    return names[value] if 0 < value < len(names) else str(value)
+    return names[value] if 0 <= value < len(names) else str(value)  # 0: "…_UNSPECIFIED", as in the name form
 
 
 def finish_reason_of(raw: str) -> FinishReason:
@@ -419,7 +417,8 @@ class GeminiCodec(Codec):
                 self._candidate(cand, pos)
                 if asm.failed:
                     return
-        elif resp.prompt_feedback is not None and resp.prompt_feedback.block_reason and not self._cands:
+        elif resp.prompt_feedback is not None and enum_name(resp.prompt_feedback.block_reason, _BLOCK_NUMBERS) \
+                and not self._cands:
             self._blocked = True
             asm.finish_choice(0, FinishReason.CONTENT_FILTER,
                               enum_name(resp.prompt_feedback.block_reason, _BLOCK_NUMBERS))
@@ -436,8 +435,9 @@ class GeminiCodec(Codec):
                 self._part(st, raw)
                 if self.asm.failed:
                     return
-        if cand.finish_reason:
-            self._finish(st, enum_name(cand.finish_reason, _FINISH_NUMBERS))
+        finish = enum_name(cand.finish_reason, _FINISH_NUMBERS)
+        if finish:
+            self._finish(st, finish)
 
     def _part(self, st: _Cand, raw: msgspec.Raw) -> None:
         asm = self.asm

@@ -319,10 +319,10 @@ def repair(contents: list[Any], *, echo_ids: bool = True, counter: CallCounter) 
                 fr["id"] = want_id
             actions.add(RepairKind.FIXED_RESPONSE_ID, pos, call.id, call.name,
                         detail=f"functionResponse.id {have_id!r} set to {want_id!r}")
-        if call.name is not None and fr.get("name") != call.name:
+        if _name_key(fr.get("name")) != _name_key(call.name):  # compared as keys: NaN, "" for a nameless call
             actions.add(RepairKind.FIXED_RESPONSE_NAME, pos, call.id, call.name,
                         detail=f"functionResponse.name {fr.get('name')!r} set to the call's")
-            fr["name"] = call.name
+            fr["name"] = call.name if call.name is not None else ""
         if not isinstance(fr.get("response"), dict):
             fr["response"] = {"output": fr.get("response")}
             actions.add(RepairKind.WRAPPED_RESPONSE, pos, call.id, call.name,
