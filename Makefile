@@ -16,7 +16,11 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# the PostgreSQL ledger's tests start a private server from the PostgreSQL binaries (installed with apt if missing;
+# TOOLWIRE_SKIP_POSTGRES=1 skips those tests instead, TOOLWIRE_PG_DSN=... uses an existing server)
 test: $(STAMP)
+	@command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
+	  (apt-get update -qq && apt-get install -y -qq postgresql >/dev/null)
 	HYPOTHESIS_PROFILE=ci $(PY) -m pytest -q -n 2 -p no:cacheprovider
 
 # make demo: the scenarios, for every dialect, against the built-in simulated provider over real HTTP

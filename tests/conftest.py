@@ -39,3 +39,27 @@ def toolwire_debug():
     logger = logging.getLogger("toolwire")
     logger.setLevel(logging.DEBUG)
     yield logger
+
+
+@pytest.fixture(scope="session")
+def pg_dsn():
+    """A PostgreSQL DSN for the ledger tests: ``TOOLWIRE_PG_DSN`` if set, else a private cluster started for this
+    test session (and stopped at its end). A cluster that cannot start fails the tests, unless
+    ``TOOLWIRE_SKIP_POSTGRES=1`` is set (then they are skipped)."""
+    if os.environ.get("TOOLWIRE_SKIP_POSTGRES") == "1":
+        pytest.skip("TOOLWIRE_SKIP_POSTGRES=1: the PostgreSQL ledger tests are skipped")
+    dsn = os.environ.get("TOOLWIRE_PG_DSN")
+    if dsn:
+        yield dsn
+        return
+    from .pg_cluster import start
+
+    try:
+        cluster = start()
+    except Exception as exc:  # noqa: BLE001 - any reason the cluster cannot start fails the tests
+        pytest.fail(f"cannot start a private PostgreSQL cluster (set TOOLWIRE_SKIP_POSTGRES=1 to skip the "
+                    f"PostgreSQL tests): {exc}", pytrace=False)
+    try:
+        yield cluster.url
+    finally:
+        cluster.stop()

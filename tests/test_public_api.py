@@ -62,6 +62,7 @@ PINNED_ALL = [
     "LedgerRecord",
     "MemoryLedger",
     "SQLiteLedger",
+    "PostgresLedger",
     "ToolDeclarationError",
     "ToolNameError",
     "DuplicateToolError",

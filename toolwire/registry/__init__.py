@@ -1,14 +1,16 @@
 """Tool declarations, the closed registry, validation, authorization, the idempotency ledger and dispatch.
 
 ``Tool`` declares a tool (``from_function``, ``from_schema``, ``from_mcp``); ``Registry`` is the closed, frozen
-set a ``Dispatcher`` runs calls through; ``ToolResult`` answers each call; ``SQLiteLedger`` (or any ``Ledger``)
-keeps writes to one effect; ``Decision``, ``ApprovalRequest`` and ``Approval`` carry authorization.
+set a ``Dispatcher`` runs calls through; ``ToolResult`` answers each call; ``SQLiteLedger`` or ``PostgresLedger``
+(or any ``Ledger``) keeps writes to one effect; ``Decision``, ``ApprovalRequest`` and ``Approval`` carry
+authorization. ``PostgresLedger`` needs the ``pg`` extra only when constructed.
 """
 
 from .approval import Approval, ApprovalRequest, Decision, PolicyContext, arguments_sha256, canonical_arguments
 from .dispatch import Dispatcher, Policy
 from .errors import ApprovalError, DuplicateToolError, LedgerError, ToolDeclarationError, ToolNameError
 from .ledger import Ledger, LedgerKey, LedgerRecord, MemoryLedger, SQLiteLedger
+from .pg_ledger import PostgresLedger
 from .registry import Registry, assert_registry_matches
 from .result import ResultKind, ToolResult
 from .tool import DEFAULT_TIMEOUT, NAME_PATTERN, NAME_RULE, Tool, check_tool_name
@@ -30,6 +32,7 @@ __all__ = [
     "LedgerRecord",
     "MemoryLedger",
     "SQLiteLedger",
+    "PostgresLedger",
     "ToolDeclarationError",
     "ToolNameError",
     "DuplicateToolError",
