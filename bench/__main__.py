@@ -450,6 +450,13 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print()
     bench.dispatch_step()
+    if not args.skip_memory:
+        from . import ledger_rate
+
+        lr = ledger_rate.rates(500 if cfg.name == "quick" else 2000)
+        bench.memory["ledger_claims_per_s"] = lr
+        print("ledger: claims (each completed) per second, one thread (test PostgreSQL: fsync off): "
+              + ", ".join(f"{k} {v:,.0f}" if isinstance(v, float) else f"{k} {v}" for k, v in lr.items()))
     if bench.problems:
         print()
         for p in bench.problems:
