@@ -20,7 +20,7 @@ statuses, bodies, exceptions) go to the structured logs only, with the conversat
 from __future__ import annotations
 
 import uuid
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import msgspec
 import structlog
@@ -259,6 +259,31 @@ class _Core:
         result.history = list(self.history)
         return result
 
+    def drive(self, prompt: str, request: Callable[[dict[str, Any], int], tuple[Turn, int]],
+              dispatch: Callable[[Turn, int], list[ToolResult]]) -> LoopResult:
+        """The synchronous conversation for one prompt: ``request(body, step)`` returns a usable turn and the
+        attempts it took (or raises ``ProviderError``); ``dispatch(turn, step)`` answers its calls. ``ToolLoop``
+        and ``toolwire.durable`` supply both."""
+        result = self.start(prompt)
+        corrections = 0
+        for step in range(self.max_steps):
+            try:
+                turn, attempts = request(self.body(), step)
+            except ProviderError as exc:
+                return self.finish(result, None, _fallback_reason(exc), exc)
+            _log.emit(_log.INFO, "loop.turn", step=step, finish_reason=turn.raw_finish_reason,
+                      calls=len(turn.calls), **self.log)
+            if not turn.calls:
+                result.steps.append(StepRecord(turn=turn, results=[], attempts=attempts))
+                self.record_answer(turn)
+                return self.finish(result, turn.text, None)
+            results = dispatch(turn, step)
+            self.record(result, turn, results, attempts)
+            corrections, exhausted = self.after_dispatch(results, corrections)
+            if exhausted:
+                return self.finish(result, None, FallbackReason.CORRECTIONS_EXHAUSTED)
+        return self.finish(result, None, FallbackReason.STEP_LIMIT)
+
     def after_dispatch(self, results: list[ToolResult], corrections: int) -> tuple[int, bool]:
         """Count correction rounds; True when the model failed again after its one correction round."""
         if any(r.kind in _CORRECTABLE for r in results):
@@ -302,10 +327,8 @@ class ToolLoop:
 
     def _run(self, prompt: str) -> LoopResult:
         core = self.core
-        result = core.start(prompt)
-        corrections = 0
-        for step in range(core.max_steps):
-            body = core.body()
+
+        def request(body: dict[str, Any], step: int) -> tuple[Turn, int]:
             attempts = 0
 
             def attempt() -> Turn:
@@ -314,22 +337,12 @@ class ToolLoop:
                 _log.emit(_log.INFO, "loop.request", step=step, attempt=attempts, **core.log)
                 return core.checked(self.transport.request(body), step, attempts)
 
-            try:
-                turn = core.retry.call(attempt, step=step, **core.log)
-            except ProviderError as exc:
-                return core.finish(result, None, _fallback_reason(exc), exc)
-            _log.emit(_log.INFO, "loop.turn", step=step, finish_reason=turn.raw_finish_reason,
-                      calls=len(turn.calls), **core.log)
-            if not turn.calls:
-                result.steps.append(StepRecord(turn=turn, results=[], attempts=attempts))
-                core.record_answer(turn)
-                return core.finish(result, turn.text, None)
-            results = core.dispatcher.run(turn, conversation_id=core.conversation_id, turn_id=core.turn_id(turn))
-            core.record(result, turn, results, attempts)
-            corrections, exhausted = core.after_dispatch(results, corrections)
-            if exhausted:
-                return core.finish(result, None, FallbackReason.CORRECTIONS_EXHAUSTED)
-        return core.finish(result, None, FallbackReason.STEP_LIMIT)
+            return core.retry.call(attempt, step=step, **core.log), attempts
+
+        def dispatch(turn: Turn, step: int) -> list[ToolResult]:
+            return core.dispatcher.run(turn, conversation_id=core.conversation_id, turn_id=core.turn_id(turn))
+
+        return core.drive(prompt, request, dispatch)
 
     def close(self) -> None:
         self.transport.close()
