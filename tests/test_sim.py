@@ -984,3 +984,17 @@ def test_official_sdks_accept_the_wire(sv: Served) -> None:
     chunks = list(gc.models.generate_content_stream(model="gemini-sim", contents=HW))
     parts = [p for c in chunks for p in c.candidates[0].content.parts]
     assert [p.function_call.args["key"] for p in parts] == ["height", "weight"] and parts[0].thought_signature
+
+
+def test_the_simulated_model_does_not_ask_again_for_a_write_whose_outcome_is_unknown():
+    """``outcome_unknown`` says the write was "not run again" but may have taken effect: unlike a call that never
+    ran (``not_run``), the simulated model does not simply repeat it."""
+    from toolwire.sim._core import Result
+    from toolwire.sim._model import not_run
+
+    unknown = ("save_measurement was started earlier but its completion was never recorded: it may or may not have "
+               "taken effect. It was not run again; check before retrying.")
+    assert not not_run(Result(call_id="c", name="save_measurement", value=unknown, is_error=True))
+    assert not not_run(Result(call_id="c", name="save_measurement", value=unknown, is_error=None))
+    never = "Not run: save_measurement changes state and its idempotency ledger is unavailable, so it was not started."
+    assert not_run(Result(call_id="c", name="save_measurement", value=never, is_error=True))

@@ -22,6 +22,9 @@ _ERROR_TEXT = re.compile(r"\b(error|erro|unavailable|indispon[ií]vel|could not|
                          r"unknown tool|no tool|not found in|invalid|exception|timed? ?out|denied|not run|"
                          r"truncated)\b", re.IGNORECASE)
 _NOT_RUN_TEXT = re.compile(r"\b(not run|never ran|was not executed|truncated|was cut)\b", re.IGNORECASE)
+#: an ``outcome_unknown`` answer ("may or may not have taken effect ... not run again"): the call did run, so a
+#: model does not simply ask for it again
+_MAYBE_RAN_TEXT = re.compile(r"\bmay or may not have taken effect\b", re.IGNORECASE)
 
 
 def is_error(result: Result | None) -> bool:
@@ -50,7 +53,7 @@ def not_run(result: Result | None) -> bool:
         if v.get("kind") == "not_run":
             return True
         v = " ".join(str(x) for x in v.values())
-    return isinstance(v, str) and bool(_NOT_RUN_TEXT.search(v))
+    return isinstance(v, str) and bool(_NOT_RUN_TEXT.search(v)) and not _MAYBE_RAN_TEXT.search(v)
 
 
 def find_key(value: Any, key: str, predicate: Callable[[Any], bool] = lambda v: True) -> Any:
