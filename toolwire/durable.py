@@ -1,0 +1,165 @@
+"""Durable conversations on DBOS: one user prompt of a conversation runs as a DBOS workflow.
+
+Each model request is a DBOS step (the parsed ``Turn`` it returns, as msgspec JSON, is recorded in the DBOS
+system database), and each turn's dispatch is a step that runs ``Dispatcher.run`` with a ``turn_id`` fixed by
+its position in the workflow. A workflow interrupted by a crash is resumed by ``DBOS.launch()`` in the next
+process: recorded requests are not sent again, and a dispatch step that runs again finds its calls in the
+toolwire ledger: a write that completed is answered from its record, never run twice; a write interrupted
+between its effect and its record is answered ``outcome_unknown`` (at most once).
+
+``DurableLoop`` objects are found by ``name`` when a workflow is recovered: create them (same names, same
+tools, same ledger) before ``DBOS.launch()`` in every process that may recover a conversation. DBOS steps are at
+least once, so the ledger must outlive the process (``SQLiteLedger`` or ``PostgresLedger``).
+
+Needs the ``dbos`` extra (``pip install toolwire[dbos]``); ``import toolwire`` does not import it.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Iterable
+
+import msgspec
+import structlog
+from dbos import DBOS, SetWorkflowID
+
+from . import _log
+from .errors import UsageError
+from .harness.errors import ProviderError
+from .harness.loop import LoopResult, _Core
+from .harness.retry import RetryPolicy
+from .harness.transport import HTTPTransport
+from .registry import Dispatcher, Registry, ToolResult
+from .types import Turn
+
+__all__ = ["DurableLoop", "WORKFLOW_NAME"]
+
+#: the name the prompt workflow is registered under in DBOS
+WORKFLOW_NAME = "toolwire.durable.prompt"
+
+_LOOPS: dict[str, "DurableLoop"] = {}
+_LOOPS_LOCK = threading.Lock()
+
+
+def _loop(name: str) -> "DurableLoop":
+    try:
+        return _LOOPS[name]
+    except KeyError:
+        raise UsageError(f"no DurableLoop named {name!r} in this process: create it before DBOS.launch()") from None
+
+
+class DurableLoop:
+    """Runs prompts of conversations as DBOS workflows, with the arguments of ``ToolLoop``.
+
+    ``dispatcher`` is required: its ledger is the at-most-once gate of every write when a dispatch step runs
+    again after a crash, so it must be durable (``SQLiteLedger``, ``PostgresLedger``). ``name`` identifies this
+    loop to recovered workflows (one name per tool set). ``run`` returns a ``LoopResult``; it never raises for a
+    provider's or a model's failure (the fallback message is the answer then).
+    """
+
+    def __init__(self, provider: str, *, model: str, registry: Registry, dispatcher: Dispatcher,
+                 name: str = "default", transport: HTTPTransport | None = None, base_url: str | None = None,
+                 api_key: str | None = None, system: str | None = None, stream: bool = True, locale: str = "en",
+                 max_steps: int = 8, retry: RetryPolicy | None = None, max_tokens: int = 1024,
+                 timeout: float | None = None, echo_ids: bool = True) -> None:
+        if provider == "gemini-interactions":
+            raise UsageError("gemini-interactions keeps the conversation server-side; it cannot be made durable")
+        self.name = name
+        self.provider = provider
+        self.dispatcher = dispatcher
+        self._core_kw: dict[str, Any] = dict(model=model, registry=registry, dispatcher=dispatcher, system=system,
+                                             stream=stream, locale=locale, max_steps=max_steps, retry=retry,
+                                             max_tokens=max_tokens, echo_ids=echo_ids)
+        self._core(None, None)  # bad arguments (locale, max_steps) fail now
+        self.transport = transport or HTTPTransport(provider, model=model, base_url=base_url, api_key=api_key,
+                                                    stream=stream, timeout=timeout)
+        with _LOOPS_LOCK:
+            _LOOPS[name] = self
+
+    def _core(self, conversation_id: str | None, history: Iterable[Any] | None) -> _Core:
+        return _Core(self.provider, conversation_id=conversation_id, history=history, **self._core_kw)
+
+    def run(self, prompt: str, *, conversation_id: str, history: Iterable[Any] | None = None,
+            workflow_id: str | None = None) -> LoopResult:
+        """Run ``prompt`` (after ``history``, a previous result's ``history``) as a DBOS workflow and wait for it.
+
+        ``workflow_id``: the DBOS workflow id; the same id again returns the recorded result without running
+        anything (default: a new id from DBOS)."""
+        args = (self.name, conversation_id, prompt, list(history or []))
+        if workflow_id is None:
+            out = _prompt_workflow(*args)
+        else:
+            with SetWorkflowID(workflow_id):
+                out = _prompt_workflow(*args)
+        return result_of(out)
+
+    def close(self) -> None:
+        with _LOOPS_LOCK:
+            if _LOOPS.get(self.name) is self:
+                del _LOOPS[self.name]
+        self.transport.close()
+
+    def __enter__(self) -> "DurableLoop":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def result_of(output: Any) -> LoopResult:
+    """The ``LoopResult`` of a prompt workflow's output (e.g. ``DBOS.retrieve_workflow(id).get_result()``)."""
+    return msgspec.json.decode(output, type=LoopResult)
+
+
+@DBOS.step(name="toolwire.durable.request")
+def _request_step(name: str, conversation_id: str, body: dict[str, Any], step: int) -> dict[str, Any]:
+    """One model request, retried per the loop's policy: the turn (msgspec JSON) and its attempts, or the
+    error that ends the conversation in a fallback."""
+    loop = _loop(name)
+    core = loop._core(conversation_id, None)
+    attempts = 0
+
+    def attempt() -> Turn:
+        nonlocal attempts
+        attempts += 1
+        _log.emit(_log.INFO, "loop.request", step=step, attempt=attempts, **core.log)
+        return core.checked(loop.transport.request(body), step, attempts)
+
+    try:
+        turn = core.retry.call(attempt, step=step, **core.log)
+    except ProviderError as exc:
+        return {"error": {"type": exc.type, "status": exc.status, "provider": exc.provider,
+                          "message": str(exc)}}
+    return {"turn": msgspec.json.encode(turn), "attempts": attempts}
+
+
+@DBOS.step(name="toolwire.durable.dispatch")
+def _dispatch_step(name: str, conversation_id: str, turn: bytes, turn_id: str) -> bytes:
+    """One turn's calls through the dispatcher; its ledger keeps every write at most once when this step runs
+    again after a crash."""
+    results = _loop(name).dispatcher.run(msgspec.json.decode(turn, type=Turn), conversation_id=conversation_id,
+                                         turn_id=turn_id)
+    return msgspec.json.encode(results)
+
+
+@DBOS.workflow(name=WORKFLOW_NAME)
+def _prompt_workflow(name: str, conversation_id: str, prompt: str, history: list[Any]) -> bytes:
+    loop = _loop(name)
+    core = loop._core(conversation_id, history)
+    workflow_id = DBOS.workflow_id
+
+    def request(body: dict[str, Any], step: int) -> tuple[Turn, int]:
+        out = _request_step(name, conversation_id, body, step)
+        if "error" in out:
+            e = out["error"]
+            raise ProviderError(e["message"], provider=e["provider"], status=e["status"], type=e["type"],
+                                transient=False)
+        return msgspec.json.decode(out["turn"], type=Turn), out["attempts"]
+
+    def dispatch(turn: Turn, step: int) -> list[ToolResult]:
+        raw = _dispatch_step(name, conversation_id, msgspec.json.encode(turn), f"dbos:{workflow_id}:{step}")
+        return msgspec.json.decode(raw, type=list[ToolResult])
+
+    with structlog.contextvars.bound_contextvars(conversation_id=conversation_id):
+        result = core.drive(prompt, request, dispatch)
+    return msgspec.json.encode(result)
