@@ -11,7 +11,7 @@ import bisect
 import copy
 import enum
 import re
-from typing import Any
+from typing import Any, Callable
 
 import msgspec
 
@@ -297,6 +297,29 @@ def object_arguments(value: Any) -> tuple[dict[str, Any], bool]:
         return {INVALID_ARGUMENTS_KEY: value}, True
     return {INVALID_ARGUMENTS_KEY: as_text(value)}, True
 
+
+
+def split_results(items: list[Any], is_result: Callable[[Any], bool], kept: dict[int, int]
+                  ) -> tuple[list[int], list[Any], bool]:
+    """Split the content that follows a call message into the results it keeps and everything else.
+
+    ``kept`` maps ``id(result item)`` to its call's position. Returns the kept results' call positions in the
+    order they appear (sorted when already in call order), the other items in order, and whether any other
+    item stood before or between kept results (so putting the results first moves it)."""
+    order: list[int] = []
+    rest: list[Any] = []
+    first_other = last_kept = None
+    for at, item in enumerate(items):
+        if is_result(item):
+            k = kept.get(id(item))
+            if k is not None:
+                order.append(k)
+                last_kept = at
+            continue
+        if first_other is None:
+            first_other = at
+        rest.append(item)
+    return order, rest, first_other is not None and last_kept is not None and first_other < last_kept
 
 def object_arguments_text(value: Any) -> tuple[str, bool]:
     """Arguments as the JSON-object string a string-typed wire (OpenAI ``arguments``) accepts, and whether they

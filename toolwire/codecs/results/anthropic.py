@@ -17,11 +17,11 @@ from typing import Any
 
 from ...types import ToolCall, Turn
 from ._common import (
-    MISSING_RESULT_TEXT,
     Actions,
     CallCounter,
     CallRef,
     IdRenamer,
+    MISSING_RESULT_TEXT,
     Pair,
     Pairing,
     RepairKind,
@@ -29,6 +29,7 @@ from ._common import (
     deep_copy,
     object_arguments,
     result_text,
+    split_results,
     wire_id,
 )
 
@@ -190,19 +191,9 @@ def repair(msgs: list[Any], *, echo_ids: bool = True, counter: CallCounter) -> t
                     if content:
                         rest.append({"type": "text", "text": content})
                 elif isinstance(content, list):
-                    order = []
-                    first_other = last_kept = None
-                    for at, block in enumerate(content):
-                        if _is_result(block):
-                            k = here.get(id(block))
-                            if k is not None:
-                                order.append(k)
-                                last_kept = at
-                            continue
-                        if first_other is None:
-                            first_other = at
-                        rest.append(block)
-                    if first_other is not None and last_kept is not None and first_other < last_kept:
+                    order, others, moved = split_results(content, _is_result, here)
+                    rest.extend(others)
+                    if moved:
                         actions.add(RepairKind.MOVED_CONTENT, i + 1,
                                     detail="content before or between the tool_result blocks was moved after them")
                     if order != sorted(order):

@@ -23,10 +23,10 @@ from typing import Any
 
 from ...types import ToolCall, Turn
 from ._common import (
-    MISSING_RESULT_TEXT,
     Actions,
     CallCounter,
     IdRenamer,
+    MISSING_RESULT_TEXT,
     Pair,
     RepairKind,
     as_json_value,
@@ -34,6 +34,7 @@ from ._common import (
     deep_copy,
     error_text,
     object_arguments,
+    split_results,
 )
 
 __all__ = ["PROVIDER", "SKIP_SIGNATURE", "encode", "replay", "repair", "function_response"]
@@ -346,20 +347,8 @@ def repair(contents: list[Any], *, echo_ids: bool = True, counter: CallCounter) 
             parts = _parts(nxt)
             if isinstance(nxt, dict) and nxt.get("role") != "model" and parts is not None:
                 consumed.add(i + 1)
-                rest = []
-                order = []
-                first_other = last_kept = None
-                for at, p in enumerate(parts):
-                    if _fr_key(p) is not None:
-                        k = here.get(id(p))
-                        if k is not None:
-                            order.append(k)
-                            last_kept = at
-                        continue
-                    if first_other is None:
-                        first_other = at
-                    rest.append(p)
-                if first_other is not None and last_kept is not None and first_other < last_kept:
+                order, rest, moved = split_results(parts, lambda p: _fr_key(p) is not None, here)
+                if moved:
                     actions.add(RepairKind.MOVED_CONTENT, i + 1,
                                 detail="parts before or between the functionResponse parts were moved after them")
                 if order != sorted(order):
