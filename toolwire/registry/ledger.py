@@ -142,6 +142,20 @@ CREATE TABLE IF NOT EXISTS toolwire_ledger (
 _result_decoder = msgspec.json.Decoder(ToolResult)
 
 
+def record_from_row(key: LedgerKey, row: tuple) -> LedgerRecord:
+    """A ``LedgerRecord`` from a ``(status, fingerprint, result blob, started_at, completed_at)`` row, the shape
+    every SQL ledger stores; a status or result that cannot be read is a ``LedgerError``."""
+    status, fingerprint, blob, started_at, completed_at = row
+    if status not in ("started", "completed"):
+        raise LedgerError(f"ledger row for {key!r} has an unknown status {status!r}")
+    try:
+        result = _result_decoder.decode(bytes(blob)) if blob is not None else None
+    except (msgspec.DecodeError, TypeError, ValueError) as exc:
+        raise LedgerError(f"ledger row for {key!r} holds a result that cannot be read ({exc})") from exc
+    return LedgerRecord(key=key, status=status, fingerprint=fingerprint, result=result,
+                        started_at=started_at, completed_at=completed_at)
+
+
 class SQLiteLedger:
     """A ledger in one SQLite file, safe across threads and processes.
 
@@ -251,13 +265,7 @@ class SQLiteLedger:
     def _record(key: LedgerKey, row: tuple | None) -> LedgerRecord:
         if row is None:  # pragma: no cover - a row that conflicted cannot vanish inside the transaction
             raise LedgerError(f"ledger row for {key!r} disappeared")
-        status, fingerprint, blob, started_at, completed_at = row
-        try:
-            result = _result_decoder.decode(blob) if blob is not None else None
-        except (msgspec.DecodeError, TypeError, ValueError) as exc:
-            raise LedgerError(f"ledger row for {key!r} holds a result that cannot be read ({exc})") from exc
-        return LedgerRecord(key=key, status=status, fingerprint=fingerprint, result=result,
-                            started_at=started_at, completed_at=completed_at)
+        return record_from_row(key, row)
 
     def __repr__(self) -> str:
         return f"SQLiteLedger({self.path!r})"

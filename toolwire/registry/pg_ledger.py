@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 
 from .errors import LedgerError
-from .ledger import LedgerKey, LedgerRecord, _result_decoder
+from .ledger import LedgerKey, LedgerRecord, record_from_row
 from .result import ToolResult
 
 __all__ = ["PostgresLedger"]
@@ -198,15 +198,7 @@ class PostgresLedger:
     def _record(key: LedgerKey, row: tuple | None) -> LedgerRecord:
         if row is None:
             raise LedgerError(f"ledger row for {key!r} disappeared while it was claimed")
-        status, fingerprint, blob, started_at, completed_at = row
-        if status not in ("started", "completed"):
-            raise LedgerError(f"ledger row for {key!r} has an unknown status {status!r}")
-        try:
-            result = _result_decoder.decode(bytes(blob)) if blob is not None else None
-        except (msgspec.DecodeError, TypeError, ValueError) as exc:
-            raise LedgerError(f"ledger row for {key!r} holds a result that cannot be read ({exc})") from exc
-        return LedgerRecord(key=key, status=status, fingerprint=fingerprint, result=result,
-                            started_at=started_at, completed_at=completed_at)
+        return record_from_row(key, row)
 
     def __repr__(self) -> str:
         return f"PostgresLedger({self._where})"
