@@ -23,7 +23,6 @@ import msgspec
 import structlog
 from dbos import DBOS, SetWorkflowID
 
-from . import _log
 from .errors import UsageError
 from .harness.errors import ProviderError
 from .harness.loop import LoopResult, _Core
@@ -117,16 +116,8 @@ def _request_step(name: str, conversation_id: str, body: dict[str, Any], step: i
     error that ends the conversation in a fallback."""
     loop = _loop(name)
     core = loop._core(conversation_id, None)
-    attempts = 0
-
-    def attempt() -> Turn:
-        nonlocal attempts
-        attempts += 1
-        _log.emit(_log.INFO, "loop.request", step=step, attempt=attempts, **core.log)
-        return core.checked(loop.transport.request(body), step, attempts)
-
     try:
-        turn = core.retry.call(attempt, step=step, **core.log)
+        turn, attempts = core.request(loop.transport, body, step)
     except ProviderError as exc:
         return {"error": {"type": exc.type, "status": exc.status, "provider": exc.provider,
                           "message": str(exc)}}

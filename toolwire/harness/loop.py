@@ -213,6 +213,19 @@ class _Core:
             raise failure
         return turn
 
+    def request(self, transport: HTTPTransport, body: dict[str, Any], step: int) -> tuple[Turn, int]:
+        """One model request over ``transport``, retried per the policy: the accepted turn and the attempts it
+        took (raises the ``ProviderError`` that ends the conversation in a fallback)."""
+        attempts = 0
+
+        def attempt() -> Turn:
+            nonlocal attempts
+            attempts += 1
+            _log.emit(_log.INFO, "loop.request", step=step, attempt=attempts, **self.log)
+            return self.checked(transport.request(body), step, attempts)
+
+        return self.retry.call(attempt, step=step, **self.log), attempts
+
     def turn_id(self, turn: Turn) -> str:
         """What identifies ``turn`` in this conversation for the ledger: the length of the history it answers
         (stable when the same conversation is replayed from the same stored history) and the response id."""
@@ -329,15 +342,7 @@ class ToolLoop:
         core = self.core
 
         def request(body: dict[str, Any], step: int) -> tuple[Turn, int]:
-            attempts = 0
-
-            def attempt() -> Turn:
-                nonlocal attempts
-                attempts += 1
-                _log.emit(_log.INFO, "loop.request", step=step, attempt=attempts, **core.log)
-                return core.checked(self.transport.request(body), step, attempts)
-
-            return core.retry.call(attempt, step=step, **core.log), attempts
+            return core.request(self.transport, body, step)
 
         def dispatch(turn: Turn, step: int) -> list[ToolResult]:
             return core.dispatcher.run(turn, conversation_id=core.conversation_id, turn_id=core.turn_id(turn))
