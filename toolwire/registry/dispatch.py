@@ -43,6 +43,8 @@ exception the handler raises.
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import inspect
 import os
 import queue
@@ -266,7 +268,8 @@ class Dispatcher:
                 self._dispatch(p)
             with ThreadPoolExecutor(max_workers=min(self.max_workers, len(todo)),
                                     thread_name_prefix="toolwire-read") as pool:
-                futures = [pool.submit(self._read_loop, p, conversation_id) for p in todo]
+                futures = [pool.submit(contextvars.copy_context().run, self._read_loop, p, conversation_id)
+                           for p in todo]
                 outcomes = [f.result() for f in futures]
             for p, result in zip(todo, outcomes):
                 self._answer(p, result)
@@ -898,7 +901,8 @@ class Dispatcher:
         if timeout is None and not tool.is_async:
             target()
             return box[0]
-        done = _HANDLERS.submit(in_thread)
+        # the handler sees the caller's context variables (request ids, tracing, structlog's bound values)
+        done = _HANDLERS.submit(functools.partial(contextvars.copy_context().run, in_thread))
         if not done.wait(None if timeout is None else timeout + (_ASYNC_GRACE if tool.is_async else 0.0)):
             return _Outcome("timeout")
         return box[0]
@@ -960,7 +964,8 @@ class Dispatcher:
             except RuntimeError:  # the loop closed while the handler ran past its timeout
                 pass
 
-        threading.Thread(target=target, name=f"toolwire-handler-{tool.name}", daemon=True).start()
+        threading.Thread(target=contextvars.copy_context().run, args=(target,), name=f"toolwire-handler-{tool.name}",
+                         daemon=True).start()
         try:
             outcome = await asyncio.wait_for(asyncio.shield(fut), timeout)
         except TimeoutError:
