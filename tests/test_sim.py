@@ -998,3 +998,28 @@ def test_the_simulated_model_does_not_ask_again_for_a_write_whose_outcome_is_unk
     assert not not_run(Result(call_id="c", name="save_measurement", value=unknown, is_error=None))
     never = "Not run: save_measurement changes state and its idempotency ledger is unavailable, so it was not started."
     assert not_run(Result(call_id="c", name="save_measurement", value=never, is_error=True))
+
+
+@pytest.mark.parametrize("provider", DIALECTS)
+def test_a_plan_for_one_scenario_applies_only_to_that_conversation(provider):
+    """plan(..., scenario=, dialect=): conversations side by side each take faults from their own plan only."""
+    from toolwire.harness import RetryPolicy, ToolLoop
+    from toolwire.harness.demo_tools import DemoWorld
+    sim = SimProvider(seed=3)
+    sim.plan([], then=Fault.status(503), scenario="provider_down", dialect=provider)
+    sim.plan([Fault.status(500)], scenario="height")
+    retry = RetryPolicy(attempts=2, deadline=10.0, initial=0.01, max_backoff=0.02)
+    with sim.serve() as url:
+        def run(scenario: str):
+            registry = DemoWorld().registry()
+            with ToolLoop(provider, model="m", registry=registry, base_url=url, api_key="k", retry=retry,
+                          timeout=5.0) as loop:
+                return loop.run(SCENARIOS[scenario].prompts["en"])
+
+        down = run("provider_down")
+        height = run("height")
+        weight = run("height_weight")
+    assert down.fallback
+    assert not height.fallback and height.steps[0].attempts == 2  # its one 500, then ok
+    assert not weight.fallback and all(s.attempts == 1 for s in weight.steps)  # no plan of its own
+    assert sim.pending_faults == 0

@@ -89,6 +89,8 @@ class SimProvider:
         self._lock = threading.RLock()
         self._plan: deque[Fault] = deque()
         self._then: Fault | None = None
+        # plans for one conversation: (dialect, scenario) -> [queued faults, then]
+        self._keyed: dict[tuple[str | None, str | None], list[Any]] = {}
         self._requests: list[RecordedRequest] = []
         self._stores: dict[str, dict[str, Any]] = {"responses": {}, "interactions": {}}
         self._registries: dict[str, dict[str, Any]] = {}
@@ -116,17 +118,29 @@ class SimProvider:
             if self.base_url == url:
                 self.base_url = None
 
-    def plan(self, faults: Iterable[Fault], *, then: Fault | None = None) -> None:
+    def plan(self, faults: Iterable[Fault], *, then: Fault | None = None, scenario: str | None = None,
+             dialect: str | None = None) -> None:
         """Queue ``faults`` for the next requests (one per request, in arrival order, after any still queued);
-        ``then`` (if given) applies to every request once the queue is empty."""
+        ``then`` (if given) applies to every request once the queue is empty.
+
+        With ``scenario`` (a scenario name) and/or ``dialect``, the faults apply only to the requests of those
+        conversations, in their own queue: conversations running side by side each get their own plan. A
+        request takes its fault from the most specific plan that matches it (dialect and scenario, then
+        scenario, then dialect), else from the unkeyed plan."""
         faults = list(faults)
-        for f in faults:
+        for f in [*faults, *([then] if then is not None else [])]:
             if not isinstance(f, Fault):
                 raise TypeError(f"plan() takes Fault objects, not {type(f).__name__}")
         with self._lock:
-            self._plan.extend(faults)
+            if scenario is None and dialect is None:
+                self._plan.extend(faults)
+                if then is not None:
+                    self._then = then
+                return
+            entry = self._keyed.setdefault((dialect, scenario), [deque(), None])
+            entry[0].extend(faults)
             if then is not None:
-                self._then = then
+                entry[1] = then
 
     @property
     def requests(self) -> list[RecordedRequest]:
@@ -136,14 +150,16 @@ class SimProvider:
 
     @property
     def pending_faults(self) -> int:
+        """Faults still queued, in every plan."""
         with self._lock:
-            return len(self._plan)
+            return len(self._plan) + sum(len(q) for q, _ in self._keyed.values())
 
     def reset(self) -> None:
         """Forget the plan, the request log, the stored responses and interactions and the replay registries."""
         with self._lock:
             self._plan.clear()
             self._then = None
+            self._keyed.clear()
             self._requests.clear()
             for store in self._stores.values():
                 store.clear()
@@ -188,7 +204,6 @@ class SimProvider:
         with self._lock:
             n = self._count
             self._count += 1
-            fault = self._plan.popleft() if self._plan else self._then
         rand = Rand(f"{self._seed}:{n}" if self._seed is not None else None)
         dialect, route = None, None
         for d in DIALECTS:
@@ -207,6 +222,7 @@ class SimProvider:
             parse_error = ValueError("the request body is empty")
         req = Request(sim=self, rand=rand, method=h.command, path=path, query=query, headers=h.headers, body=body,
                       route=route or {})
+        fault = self._next_fault(dialect, req, parse_error is None)
 
         def record(status: int, error: str | None = None) -> None:
             headers = {k.lower(): v for k, v in h.headers.items()
@@ -288,6 +304,37 @@ class SimProvider:
             record(200)
             cut = None if not cutting else max(1, min(len(data) - 1, int(len(data) * fault.at)))
             _send(h, 200, data, headers=headers, cut=cut, reset=kind == "reset")
+
+    def _next_fault(self, dialect: Dialect | None, req: Request, parsed: bool) -> Fault | None:
+        """The fault for this request: from its conversation's plan when one matches, else the unkeyed plan."""
+        with self._lock:
+            keyed = bool(self._keyed)
+        key_dialect = key_scenario = None
+        if keyed and dialect is not None:
+            key_dialect = dialect.name
+            if parsed:
+                key_scenario = self._scenario_of(dialect, req)
+        with self._lock:
+            for key in ((key_dialect, key_scenario), (None, key_scenario), (key_dialect, None)):
+                entry = self._keyed.get(key) if key != (None, None) else None
+                if entry is not None:
+                    return entry[0].popleft() if entry[0] else entry[1]
+            return self._plan.popleft() if self._plan else self._then
+
+    @staticmethod
+    def _scenario_of(dialect: Dialect, req: Request) -> str | None:
+        """The scenario a request's conversation plays (read from a copy of the request), or None."""
+        from .scenarios import find_scenario
+
+        probe = Request(sim=req.sim, rand=Rand(None), method=req.method, path=req.path, query=req.query,
+                        headers=req.headers, body=req.body, route=dict(req.route))
+        try:
+            conv = dialect.read(probe)
+        except Exception:  # noqa: BLE001 - a request the dialect refuses belongs to no scenario
+            return None
+        users = [v for k, v in conv.entries if k == "user"]
+        found = find_scenario(users[0]) if users else None
+        return found[0].name if found else None
 
     def _send_status(self, h: _Handler, dialect: Dialect, req: Request, fault: Fault, record: Any,
                      headers: dict[str, str]) -> None:
