@@ -2,8 +2,8 @@
 ``save_with_faults`` prompt as a DBOS workflow (SQLite system database, SQLite ledger, effects counted in a SQLite
 file) against the simulated provider in this process; it is SIGKILLed inside the write handler after its effect,
 and a second worker, launching DBOS on the same system database, recovers the workflow and finishes it. The
-write has one effect, answered ``outcome_unknown``. Every dialect except Gemini Interactions (its conversation
-lives server-side).
+write has one effect, answered ``outcome_unknown``. Every dialect (Gemini Interactions too: its recorded turns
+carry the interaction ids that continue the conversation server-side).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from toolwire.harness.demo_tools import EffectLog  # noqa: E402
 from toolwire.sim import SCENARIOS, SimProvider  # noqa: E402
 
 SAVE = SCENARIOS["save_with_faults"].prompts["en"]
-DURABLE = [p for p in PROVIDERS if p != "gemini-interactions"]
+DURABLE = list(PROVIDERS)
 ROOT = Path(__file__).resolve().parent.parent
 
 

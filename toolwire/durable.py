@@ -1,15 +1,18 @@
 """Durable conversations on DBOS: one user prompt of a conversation runs as a DBOS workflow.
 
-Each model request is a DBOS step (the parsed ``Turn`` it returns, as msgspec JSON, is recorded in the DBOS
+Run it where you call it (``DurableLoop.run``), or put it on a DBOS queue (``DurableLoop.enqueue`` inside a DBOS
+process, ``enqueue`` with a ``DBOSClient`` from anywhere) for any worker that serves the queue to take. Each model
+request is a DBOS step (the parsed ``Turn`` it returns, as msgspec JSON, is recorded in the DBOS
 system database), and each turn's dispatch is a step that runs ``Dispatcher.run`` with a ``turn_id`` fixed by
 its position in the workflow. A workflow interrupted by a crash is resumed by ``DBOS.launch()`` in the next
 process: recorded requests are not sent again, and a dispatch step that runs again finds its calls in the
 toolwire ledger: a write that completed is answered from its record, never run twice; a write interrupted
 between its effect and its record is answered ``outcome_unknown`` (at most once).
 
-``DurableLoop`` objects are found by ``name`` when a workflow is recovered: create them (same names, same
-tools, same ledger) before ``DBOS.launch()`` in every process that may recover a conversation. DBOS steps are at
-least once, so the ledger must outlive the process (``SQLiteLedger`` or ``PostgresLedger``).
+``DurableLoop`` objects are found by ``name`` when a workflow starts or is recovered: create them (same names,
+same tools, same ledger) before ``DBOS.launch()`` in every process that may run a conversation. DBOS steps are at
+least once, so the ledger must outlive the process (``SQLiteLedger`` on one machine, ``PostgresLedger`` for
+workers on several).
 
 Needs the ``dbos`` extra (``pip install toolwire[dbos]``); ``import toolwire`` does not import it.
 """
@@ -23,6 +26,8 @@ import msgspec
 import structlog
 from dbos import DBOS, SetWorkflowID
 
+from . import _log
+
 from .errors import UsageError
 from .harness.errors import ProviderError
 from .harness.loop import LoopResult, _Core
@@ -31,10 +36,13 @@ from .harness.transport import HTTPTransport
 from .registry import Dispatcher, Registry, ToolResult
 from .types import Turn
 
-__all__ = ["DurableLoop", "WORKFLOW_NAME"]
+__all__ = ["DurableLoop", "WORKFLOW_NAME", "QUEUE_NAME", "enqueue", "result_of"]
 
 #: the name the prompt workflow is registered under in DBOS
 WORKFLOW_NAME = "toolwire.durable.prompt"
+#: the default DBOS queue of ``DurableLoop.enqueue`` and ``enqueue`` (register it in every worker:
+#: ``DBOS.register_queue(QUEUE_NAME, worker_concurrency=...)`` before ``DBOS.launch()``)
+QUEUE_NAME = "toolwire"
 
 _LOOPS: dict[str, "DurableLoop"] = {}
 _LOOPS_LOCK = threading.Lock()
@@ -61,8 +69,8 @@ class DurableLoop:
                  api_key: str | None = None, system: str | None = None, stream: bool = True, locale: str = "en",
                  max_steps: int = 8, retry: RetryPolicy | None = None, max_tokens: int = 1024,
                  timeout: float | None = None, echo_ids: bool = True) -> None:
-        if provider == "gemini-interactions":
-            raise UsageError("gemini-interactions keeps the conversation server-side; it cannot be made durable")
+        if not isinstance(name, str) or not name:
+            raise UsageError("name must be a non-empty string")
         self.name = name
         self.provider = provider
         self.dispatcher = dispatcher
@@ -79,18 +87,42 @@ class DurableLoop:
         return _Core(self.provider, conversation_id=conversation_id, history=history, **self._core_kw)
 
     def run(self, prompt: str, *, conversation_id: str, history: Iterable[Any] | None = None,
-            workflow_id: str | None = None) -> LoopResult:
-        """Run ``prompt`` (after ``history``, a previous result's ``history``) as a DBOS workflow and wait for it.
+            previous_id: str | None = None, workflow_id: str | None = None) -> LoopResult:
+        """Run ``prompt`` (after ``history``, a previous result's ``history``; for Gemini Interactions after
+        ``previous_id``, a previous result's ``previous_id``) as a DBOS workflow and wait for it.
 
         ``workflow_id``: the DBOS workflow id; the same id again returns the recorded result without running
         anything (default: a new id from DBOS)."""
-        args = (self.name, conversation_id, prompt, list(history or []))
+        args = self._args(prompt, conversation_id, history, previous_id)
         if workflow_id is None:
             out = _prompt_workflow(*args)
         else:
             with SetWorkflowID(workflow_id):
                 out = _prompt_workflow(*args)
         return result_of(out)
+
+    def enqueue(self, prompt: str, *, conversation_id: str, history: Iterable[Any] | None = None,
+                previous_id: str | None = None, workflow_id: str | None = None, queue: str = QUEUE_NAME) -> Any:
+        """Put ``prompt`` on the DBOS queue ``queue`` (registered with ``DBOS.register_queue``); any worker
+        serving it runs the workflow. Returns the DBOS workflow handle: ``result_of(handle.get_result())`` is
+        the ``LoopResult``. The same ``workflow_id`` again attaches to the workflow already enqueued."""
+        args = self._args(prompt, conversation_id, history, previous_id)
+        q = DBOS.retrieve_queue(queue)
+        if workflow_id is None:
+            return q.enqueue(_prompt_workflow, *args)
+        with SetWorkflowID(workflow_id):
+            return q.enqueue(_prompt_workflow, *args)
+
+    def _args(self, prompt: str, conversation_id: str, history: Iterable[Any] | None,
+              previous_id: str | None) -> tuple[Any, ...]:
+        if not isinstance(prompt, str):
+            raise UsageError(f"prompt must be a string, got {type(prompt).__name__}")
+        if not isinstance(conversation_id, str) or not conversation_id:
+            raise UsageError("conversation_id must be a non-empty string")
+        if previous_id is not None and self.provider != "gemini-interactions":
+            raise UsageError("previous_id continues a Gemini Interactions conversation; other dialects pass "
+                             "history")
+        return (self.name, conversation_id, prompt, list(history or []), previous_id)
 
     def close(self) -> None:
         with _LOOPS_LOCK:
@@ -108,6 +140,21 @@ class DurableLoop:
 def result_of(output: Any) -> LoopResult:
     """The ``LoopResult`` of a prompt workflow's output (e.g. ``DBOS.retrieve_workflow(id).get_result()``)."""
     return msgspec.json.decode(output, type=LoopResult)
+
+
+def enqueue(client: Any, name: str, prompt: str, *, conversation_id: str, history: Iterable[Any] | None = None,
+            previous_id: str | None = None, workflow_id: str | None = None, queue: str = QUEUE_NAME) -> Any:
+    """Put a prompt for the ``DurableLoop`` named ``name`` on a DBOS queue through a ``dbos.DBOSClient``: from a
+    process that runs no workflows (a web front end, a scheduler). Workers that created that loop and serve
+    ``queue`` take it. Returns the client's workflow handle (``result_of(handle.get_result())``)."""
+    if not isinstance(name, str) or not name:
+        raise UsageError("name must be a non-empty string")
+    if not isinstance(conversation_id, str) or not conversation_id:
+        raise UsageError("conversation_id must be a non-empty string")
+    options: dict[str, Any] = {"workflow_name": WORKFLOW_NAME, "queue_name": queue}
+    if workflow_id is not None:
+        options["workflow_id"] = workflow_id
+    return client.enqueue(options, name, conversation_id, prompt, list(history or []), previous_id)
 
 
 @DBOS.step(name="toolwire.durable.request")
@@ -134,10 +181,15 @@ def _dispatch_step(name: str, conversation_id: str, turn: bytes, turn_id: str) -
 
 
 @DBOS.workflow(name=WORKFLOW_NAME)
-def _prompt_workflow(name: str, conversation_id: str, prompt: str, history: list[Any]) -> bytes:
+def _prompt_workflow(name: str, conversation_id: str, prompt: str, history: list[Any],
+                     previous_id: str | None = None) -> bytes:
     loop = _loop(name)
     core = loop._core(conversation_id, history)
+    core.previous_id = previous_id
     workflow_id = DBOS.workflow_id
+    where = {"workflow_id": workflow_id, "executor_id": DBOS.executor_id, "loop": name}
+    recovered = _has_steps(workflow_id)
+    _log.emit(_log.INFO, "durable.prompt_started", conversation_id=conversation_id, recovered=recovered, **where)
 
     def request(body: dict[str, Any], step: int) -> tuple[Turn, int]:
         out = _request_step(name, conversation_id, body, step)
@@ -153,4 +205,15 @@ def _prompt_workflow(name: str, conversation_id: str, prompt: str, history: list
 
     with structlog.contextvars.bound_contextvars(conversation_id=conversation_id):
         result = core.drive(prompt, request, dispatch)
+    _log.emit(_log.INFO, "durable.prompt_finished", conversation_id=conversation_id, fallback=result.fallback,
+              **where)
     return msgspec.json.encode(result)
+
+
+def _has_steps(workflow_id: str) -> bool:
+    """Whether the workflow recorded steps before this start: it is being resumed after a crash (one that
+    crashed before its first step finished starts afresh, and is logged as not recovered)."""
+    try:
+        return bool(DBOS.list_workflow_steps(workflow_id))
+    except Exception:  # noqa: BLE001 - only the log line depends on it
+        return False

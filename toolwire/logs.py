@@ -153,6 +153,13 @@ CATALOGUE: dict[str, EventSpec] = {
     "loop.fallback": _spec(
         "warning", "conversation_id provider error_type reason status",
         "the user gets the localized fallback message (why, and the technical cause)"),
+    "durable.prompt_started": _spec(
+        "info", "conversation_id executor_id loop recovered workflow_id",
+        "a worker starts (or, `recovered`: resumes after a crash) a durable prompt workflow (`executor_id`: the "
+        "DBOS executor running it)"),
+    "durable.prompt_finished": _spec(
+        "info", "conversation_id executor_id fallback loop workflow_id",
+        "a durable prompt workflow finished on this worker (with the model's answer, or the fallback)"),
     "loop.history_repaired": _spec(
         "warning", "actions conversation_id provider",
         "a history passed in to resume a conversation had to be repaired (the kinds of what changed)"),

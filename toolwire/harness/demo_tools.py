@@ -5,7 +5,9 @@
 * ``search_foods(query)`` (read): ``"arroz"`` → ``Arroz blanco (cocido)``, 28 g carbohydrate per 100 g; no match is
   an empty ok result; a catalogue that is down raises ``CatalogueUnavailable``.
 * ``add_food_to_meal(meal, food, grams)`` and ``save_measurement(kind, value, unit)`` (writes): each effect is
-  one row in an ``EffectLog`` (a SQLite file when given a path, so several processes can be counted).
+  one row in an ``EffectLog`` (a SQLite file when given a path, so several processes can be counted), with the
+  conversation it belongs to (the ``conversation_id`` the loop binds in structlog's context variables, which
+  reach the handler).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 import msgspec
+import structlog
 
 from ..registry import Registry, Tool
 
@@ -33,45 +36,72 @@ class CatalogueUnavailable(Exception):
 
 
 class EffectLog:
-    """Counts effects: in memory, or in a SQLite file shared by processes (each write its own transaction)."""
+    """Counts effects: in memory, or in a SQLite file shared by processes (each write its own transaction).
+    Each effect has a kind (the tool), its payload, the conversation it belongs to and the process it ran in."""
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         self.path = os.fspath(path) if path is not None else None
         self._lock = threading.Lock()
-        self._rows: list[tuple[str, dict]] = []
+        self._rows: list[tuple[str, dict, str | None]] = []
         if self.path is not None:
             with self._connect() as conn:
+                conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("CREATE TABLE IF NOT EXISTS effects (id INTEGER PRIMARY KEY, kind TEXT, payload TEXT,"
-                             " pid INTEGER)")
+                             " pid INTEGER, conversation TEXT, at REAL)")
 
     def _connect(self) -> sqlite3.Connection:
         return sqlite3.connect(self.path, timeout=30.0)
 
-    def record(self, kind: str, payload: dict[str, Any]) -> int:
+    def record(self, kind: str, payload: dict[str, Any], conversation: str | None = None) -> int:
         if self.path is None:
             with self._lock:
-                self._rows.append((kind, payload))
+                self._rows.append((kind, payload, conversation))
                 return len(self._rows)
         conn = self._connect()
         try:
             with conn:
-                cur = conn.execute("INSERT INTO effects (kind, payload, pid) VALUES (?, ?, ?)",
-                                   (kind, msgspec.json.encode(payload).decode(), os.getpid()))
+                cur = conn.execute("INSERT INTO effects (kind, payload, pid, conversation, at) VALUES (?, ?, ?, ?, ?)",
+                                   (kind, msgspec.json.encode(payload).decode(), os.getpid(), conversation,
+                                    time.time()))
                 return int(cur.lastrowid)
         finally:
             conn.close()
 
-    def count(self, kind: str | None = None) -> int:
+    def count(self, kind: str | None = None, *, conversation: str | None = None) -> int:
+        """Effects of ``kind`` (every kind when None), of ``conversation`` only when given."""
         if self.path is None:
             with self._lock:
-                return sum(1 for k, _ in self._rows if kind is None or k == kind)
+                return sum(1 for k, _, c in self._rows
+                           if (kind is None or k == kind) and (conversation is None or c == conversation))
+        where, params = [], []
+        if kind is not None:
+            where.append("kind = ?")
+            params.append(kind)
+        if conversation is not None:
+            where.append("conversation = ?")
+            params.append(conversation)
+        sql = "SELECT COUNT(*) FROM effects" + (" WHERE " + " AND ".join(where) if where else "")
         conn = self._connect()
         try:
-            if kind is None:
-                return conn.execute("SELECT COUNT(*) FROM effects").fetchone()[0]
-            return conn.execute("SELECT COUNT(*) FROM effects WHERE kind = ?", (kind,)).fetchone()[0]
+            return conn.execute(sql, params).fetchone()[0]
         finally:
             conn.close()
+
+    def rows(self, since_id: int = 0) -> list[tuple[int, str, int | None, str | None, float | None]]:
+        """``(id, kind, pid, conversation, at)`` of the effects after ``since_id`` (file-backed logs only)."""
+        if self.path is None:
+            return []
+        conn = self._connect()
+        try:
+            return conn.execute("SELECT id, kind, pid, conversation, at FROM effects WHERE id > ? ORDER BY id",
+                                (since_id,)).fetchall()
+        finally:
+            conn.close()
+
+
+def _conversation() -> str | None:
+    value = structlog.contextvars.get_contextvars().get("conversation_id")
+    return value if isinstance(value, str) else None
 
 
 FOODS = {
@@ -121,7 +151,8 @@ class DemoWorld:
                              grams: Annotated[float, msgspec.Meta(gt=0)]) -> dict[str, Any]:
             """Add a portion of a food to a meal of today's diary."""
             world._count("add_food_to_meal")
-            entry = world.effects.record("add_food_to_meal", {"meal": meal, "food": food, "grams": grams})
+            entry = world.effects.record("add_food_to_meal", {"meal": meal, "food": food, "grams": grams},
+                                         _conversation())
             if after_effect is not None:
                 after_effect()
             if write_delay:
@@ -131,7 +162,8 @@ class DemoWorld:
         def save_measurement(kind: Literal["height", "weight"], value: float, unit: str) -> dict[str, Any]:
             """Save a body measurement."""
             world._count("save_measurement")
-            entry = world.effects.record("save_measurement", {"kind": kind, "value": value, "unit": unit})
+            entry = world.effects.record("save_measurement", {"kind": kind, "value": value, "unit": unit},
+                                         _conversation())
             if after_effect is not None:
                 after_effect()
             if write_delay:

@@ -69,6 +69,8 @@ class LoopResult(msgspec.Struct, kw_only=True):
     calls: list[CallOutcome] = msgspec.field(default_factory=list)
     steps: list[StepRecord] = msgspec.field(default_factory=list)
     history: list[Any] = msgspec.field(default_factory=list)
+    #: Gemini Interactions: the last interaction's id, which continues the conversation (it lives server-side)
+    previous_id: str | None = None
 
 
 #: what toolwire records for input it could not use: most likely the same on a retry, but a proxy or a one-off
@@ -270,6 +272,7 @@ class _Core:
             result.answer = answer or ""
             _log.emit(_log.INFO, "loop.answer", steps=len(result.steps), calls=len(result.calls), **self.log)
         result.history = list(self.history)
+        result.previous_id = self.previous_id
         return result
 
     def drive(self, prompt: str, request: Callable[[dict[str, Any], int], tuple[Turn, int]],

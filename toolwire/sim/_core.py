@@ -158,7 +158,8 @@ def _header_pairs(headers: Mapping[str, str] | None) -> tuple[tuple[str, str], .
 class RecordedRequest:
     """One request the simulator received: ``body`` is the parsed JSON (None when it was not JSON),
     ``status`` the HTTP status it answered, ``fault`` the planned fault it consumed (None when the plan was
-    empty), ``error`` the message of a 4xx the request checks produced."""
+    empty), ``error`` the message of a 4xx the request checks produced, ``scenario`` the scenario its
+    conversation plays (known only while plans for one conversation exist)."""
 
     dialect: str | None
     method: str
@@ -169,6 +170,7 @@ class RecordedRequest:
     query: str = ""
     headers: dict[str, str] = field(default_factory=dict)
     error: str | None = None
+    scenario: str | None = None
 
 
 class ApiError(Exception):

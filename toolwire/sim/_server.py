@@ -222,14 +222,14 @@ class SimProvider:
             parse_error = ValueError("the request body is empty")
         req = Request(sim=self, rand=rand, method=h.command, path=path, query=query, headers=h.headers, body=body,
                       route=route or {})
-        fault = self._next_fault(dialect, req, parse_error is None)
+        fault, scenario = self._next_fault(dialect, req, parse_error is None)
 
         def record(status: int, error: str | None = None) -> None:
             headers = {k.lower(): v for k, v in h.headers.items()
                        if k.lower() not in ("authorization", "x-api-key", "x-goog-api-key")}
             with self._lock:
                 self._requests.append(RecordedRequest(dialect.name if dialect else None, h.command, path, body,
-                                                      status, fault, url.query, headers, error))
+                                                      status, fault, url.query, headers, error, scenario))
 
         if dialect is None:
             record(404, "no such endpoint")
@@ -305,8 +305,9 @@ class SimProvider:
             cut = None if not cutting else max(1, min(len(data) - 1, int(len(data) * fault.at)))
             _send(h, 200, data, headers=headers, cut=cut, reset=kind == "reset")
 
-    def _next_fault(self, dialect: Dialect | None, req: Request, parsed: bool) -> Fault | None:
-        """The fault for this request: from its conversation's plan when one matches, else the unkeyed plan."""
+    def _next_fault(self, dialect: Dialect | None, req: Request, parsed: bool) -> tuple[Fault | None, str | None]:
+        """The fault for this request (from its conversation's plan when one matches, else the unkeyed plan)
+        and its scenario's name (only looked up while plans for one conversation exist)."""
         with self._lock:
             keyed = bool(self._keyed)
         key_dialect = key_scenario = None
@@ -318,8 +319,8 @@ class SimProvider:
             for key in ((key_dialect, key_scenario), (None, key_scenario), (key_dialect, None)):
                 entry = self._keyed.get(key) if key != (None, None) else None
                 if entry is not None:
-                    return entry[0].popleft() if entry[0] else entry[1]
-            return self._plan.popleft() if self._plan else self._then
+                    return (entry[0].popleft() if entry[0] else entry[1]), key_scenario
+            return (self._plan.popleft() if self._plan else self._then), key_scenario
 
     @staticmethod
     def _scenario_of(dialect: Dialect, req: Request) -> str | None:
