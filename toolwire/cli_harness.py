@@ -22,6 +22,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         raise UsageError(f"unknown --lang {args.lang!r}; expected one of: {', '.join(LOCALES)}")
     providers = PROVIDERS if args.provider == "all" else (args.provider,)
     scenarios = SCENARIO_NAMES if args.scenario == "all" else (args.scenario,)
+    if args.workers is not None or args.database is not None or args.kill_every is not None:
+        return _demo_workers(args, providers, scenarios)
     on_run = None if args.json else (lambda run: print_run(run, sys.stdout, args.trace))
     runs = run_demo(providers, scenarios, args.lang, on_run=on_run)
     if args.json:
@@ -30,6 +32,27 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         answered = sum(1 for r in runs if not r.result.fallback)
         print(f"\n{len(runs)} runs: {answered} answered by the model, {len(runs) - answered} fallback")
     return 0
+
+
+def _demo_workers(args: argparse.Namespace, providers: Any, scenarios: Any) -> int:
+    import json
+
+    if args.workers is None:
+        raise UsageError("--database and --kill-every go with --workers N")
+    if args.trace:
+        raise UsageError("--trace is not available with --workers")
+    try:
+        from .harness.workers import print_report, print_worker_run, report_to_json, run_workers
+    except ImportError as exc:
+        raise UsageError(f"--workers needs the dbos extra: pip install 'toolwire[dbos]' ({exc})") from None
+    on_run = None if args.json else (lambda wr: print_worker_run(wr, sys.stdout))
+    report = run_workers(args.workers, args.database, kill_every=args.kill_every, providers=providers,
+                         scenarios=scenarios, lang=args.lang, on_run=on_run)
+    if args.json:
+        print(json.dumps(report_to_json(report), ensure_ascii=False, indent=2))
+    else:
+        print_report(report, sys.stdout)
+    return 1 if any(r.error for r in report.runs) else 0
 
 
 def _load_tools(spec: str) -> Any:
@@ -82,6 +105,14 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     pd.add_argument("--lang", default="en", help="en (default), pt-BR or es: the prompts and fallback messages")
     pd.add_argument("--trace", action="store_true", help="also print each turn's trace and the request count")
     pd.add_argument("--json", action="store_true", help="print one JSON document (a contract)")
+    pd.add_argument("--workers", type=int, metavar="N",
+                    help="run the conversations durably on N DBOS worker processes (needs toolwire[dbos])")
+    pd.add_argument("--database", metavar="URL",
+                    help="with --workers: the DBOS and ledger database, sqlite:///PATH or postgresql://... "
+                         "(default: a temporary SQLite file)")
+    pd.add_argument("--kill-every", type=float, metavar="SECONDS",
+                    help="with --workers: SIGKILL a random worker about every SECONDS (and some inside writes), "
+                         "then restart it")
     pd.set_defaults(func=_cmd_demo)
 
     pc = sub.add_parser("chat", help="ask a real provider, running its tool calls through your tools",

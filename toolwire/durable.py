@@ -20,6 +20,7 @@ Needs the ``dbos`` extra (``pip install toolwire[dbos]``); ``import toolwire`` d
 from __future__ import annotations
 
 import threading
+import uuid
 from typing import Any, Iterable
 
 import msgspec
@@ -188,7 +189,7 @@ def _prompt_workflow(name: str, conversation_id: str, prompt: str, history: list
     core.previous_id = previous_id
     workflow_id = DBOS.workflow_id
     where = {"workflow_id": workflow_id, "executor_id": DBOS.executor_id, "loop": name}
-    recovered = _has_steps(workflow_id)
+    recovered = _first_start_step() != _PROCESS
     _log.emit(_log.INFO, "durable.prompt_started", conversation_id=conversation_id, recovered=recovered, **where)
 
     def request(body: dict[str, Any], step: int) -> tuple[Turn, int]:
@@ -210,10 +211,11 @@ def _prompt_workflow(name: str, conversation_id: str, prompt: str, history: list
     return msgspec.json.encode(result)
 
 
-def _has_steps(workflow_id: str) -> bool:
-    """Whether the workflow recorded steps before this start: it is being resumed after a crash (one that
-    crashed before its first step finished starts afresh, and is logged as not recovered)."""
-    try:
-        return bool(DBOS.list_workflow_steps(workflow_id))
-    except Exception:  # noqa: BLE001 - only the log line depends on it
-        return False
+#: this process: the first start of a workflow records it, a start elsewhere (or after a restart) is a recovery
+_PROCESS = uuid.uuid4().hex
+
+
+@DBOS.step(name="toolwire.durable.started")
+def _first_start_step() -> str:
+    """The process that first started this workflow (recorded: a resumed workflow gets the first one back)."""
+    return _PROCESS

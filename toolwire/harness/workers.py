@@ -1,0 +1,499 @@
+"""``toolwire demo --workers N``: the demo scenarios as durable conversations taken by DBOS worker processes.
+
+This process (the supervisor) starts the simulated provider on loopback, with each conversation's fault plan of
+its own, and N worker processes (``python -m toolwire.harness.workers``). Each worker creates the demo's
+``DurableLoop``s (one per dialect, and one per dialect whose food catalogue is down), a ledger on the same
+database (``SQLiteLedger`` next to a SQLite system database, ``PostgresLedger`` on a PostgreSQL one), registers
+the queue and launches DBOS under its own executor id. The supervisor enqueues one conversation per dialect and
+scenario through a ``dbos.DBOSClient`` and waits for all of them.
+
+With ``kill_every``, a killer thread sends SIGKILL to a random worker about every ``kill_every`` seconds, and also,
+half of the time, to the worker that has just recorded a write's effect (the handler then waits a moment before
+it returns, so the kill lands between the effect and the ledger's completion). A killed worker is restarted under
+the same executor id; DBOS, launching there, recovers the workflows it held, and any worker may finish them.
+Effects are counted per conversation in a SQLite file; the log of each worker (JSON lines) tells which worker
+started, recovered and finished which conversation.
+
+Needs the ``dbos`` extra (and ``pg`` for PostgreSQL).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Callable, Sequence, TextIO
+
+import msgspec
+
+from ..codecs import PROVIDERS
+from ..errors import UsageError
+from .demo import _MODELS, DEMO_RETRY, SCENARIO_NAMES, DemoRun, _fault_plan, print_run, runs_to_json
+from .demo_tools import EffectLog
+
+__all__ = ["Kill", "WorkerRun", "WorkersReport", "run_workers", "print_report", "report_to_json"]
+
+#: how long a worker's write handler waits after its effect when kills are on (the window a kill can land in)
+WRITE_PAUSE = 0.25
+_READY_TIMEOUT = 120.0
+
+
+class Kill(msgspec.Struct, kw_only=True):
+    """One SIGKILL: the worker, its process, when (Unix time), and whether it landed inside a write (after
+    its effect, before the handler returned), then for which conversation."""
+
+    worker: str
+    pid: int
+    at: float
+    in_write: bool = False
+    conversation_id: str | None = None
+
+
+class WorkerRun(msgspec.Struct, kw_only=True):
+    """A demo run, with the worker that finished it, how many times it was resumed after a kill, and how many
+    kills hit a worker while it held the conversation."""
+
+    run: DemoRun
+    conversation_id: str
+    workflow_id: str
+    worker: str | None
+    recoveries: int = 0
+    kills: int = 0
+    error: str | None = None
+
+
+class WorkersReport(msgspec.Struct, kw_only=True):
+    workers: int
+    database: str
+    runs: list[WorkerRun]
+    kills: list[Kill]
+    restarts: int
+    seconds: float
+
+
+# ==== the supervisor ===================================================================================================
+def _database(url: str | None, tmp: Path) -> tuple[str, str]:
+    """The DBOS system database URL and the ledger spec (``sqlite:PATH`` or the PostgreSQL URL)."""
+    if url is None:
+        return f"sqlite:///{tmp / 'dbos.sqlite'}", f"sqlite:{tmp / 'ledger.db'}"
+    if url.startswith("sqlite:///"):
+        return url, f"sqlite:{tmp / 'ledger.db'}"
+    if url.startswith(("postgresql://", "postgres://")):
+        url = "postgresql://" + url.split("://", 1)[1]
+        return url, url
+    raise UsageError(f"--database must be a sqlite:///PATH or postgresql:// URL, got {_shown(url)!r}")
+
+
+def _shown(url: str) -> str:
+    """``url`` without its password."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or "@" not in rest.split("/", 1)[0]:
+        return url
+    creds, _, host = rest.partition("@")
+    user = creds.split(":", 1)[0]
+    return f"{scheme}://{user}:***@{host}" if ":" in creds else url
+
+
+class _Worker:
+    def __init__(self, index: int, run_id: str) -> None:
+        self.index = index
+        self.name = f"worker-{index}"
+        self.executor_id = f"{run_id}-{self.name}"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.killed: set[int] = set()  # pids we killed
+        self.spawns = 0
+
+
+class _Supervisor:
+    def __init__(self, workers: int, sysdb: str, ledger: str, tmp: Path, sim_url: str, queue: str,
+                 run_id: str, lang: str, kill_every: float | None, seed: int | None) -> None:
+        self.sysdb, self.ledger, self.tmp, self.sim_url, self.queue = sysdb, ledger, tmp, sim_url, queue
+        self.lang = lang
+        self.kill_every = kill_every
+        self.rng = random.Random(seed)
+        self.workers = [_Worker(i, run_id) for i in range(1, workers + 1)]
+        self.effects_path = tmp / "effects.db"
+        self.effects = EffectLog(self.effects_path)
+        self.kills: list[Kill] = []
+        self.restarts = 0
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        self.failure: str | None = None
+
+    # ---- processes --------------------------------------------------------------------------------------------
+    def spawn(self, w: _Worker) -> None:
+        ready = self.tmp / f"{w.name}.{w.spawns}.ready"
+        w.spawns += 1
+        cmd = [sys.executable, "-m", "toolwire.harness.workers", "--executor-id", w.executor_id,
+               "--database", self.sysdb, "--ledger", self.ledger, "--effects", str(self.effects_path),
+               "--sim", self.sim_url, "--queue", self.queue, "--lang", self.lang, "--ready", str(ready),
+               "--log", str(self.tmp / f"{w.name}.log"),
+               "--write-pause", str(WRITE_PAUSE if self.kill_every else 0.0)]
+        stderr = open(self.tmp / f"{w.name}.stderr", "ab")
+        try:
+            w.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
+                                      env=_child_env())
+        finally:
+            stderr.close()
+        w.ready = ready  # type: ignore[attr-defined]
+
+    def wait_ready(self) -> None:
+        deadline = time.monotonic() + _READY_TIMEOUT
+        for w in self.workers:
+            while not w.ready.exists():  # type: ignore[attr-defined]
+                if w.proc is not None and w.proc.poll() is not None:
+                    raise UsageError(f"{w.name} exited ({w.proc.returncode}) before it was ready: "
+                                     f"{self.stderr_tail(w)}")
+                if time.monotonic() > deadline:
+                    raise UsageError(f"{w.name} was not ready within {_READY_TIMEOUT:g} s: {self.stderr_tail(w)}")
+                time.sleep(0.05)
+
+    def stderr_tail(self, w: _Worker) -> str:
+        path = self.tmp / f"{w.name}.stderr"
+        text = path.read_text(errors="replace") if path.exists() else ""
+        return " | ".join(text.strip().splitlines()[-5:]) or "(no output)"
+
+    def kill(self, w: _Worker, *, in_write: bool = False, conversation_id: str | None = None) -> None:
+        with self.lock:
+            proc = w.proc
+            if proc is None or proc.poll() is not None:
+                return
+            try:
+                os.kill(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                return
+            w.killed.add(proc.pid)
+            self.kills.append(Kill(worker=w.name, pid=proc.pid, at=time.time(), in_write=in_write,
+                                   conversation_id=conversation_id))
+        proc.wait()
+        self.restart(w)
+
+    def restart(self, w: _Worker) -> None:
+        with self.lock:
+            if self.stopping.is_set():
+                return
+            self.restarts += 1
+            self.spawn(w)
+
+    def watch(self) -> None:
+        """Restart workers that die on their own (that is a failure of the run, reported); kill when asked."""
+        next_kill = time.monotonic() + self._interval() if self.kill_every else None
+        seen_effect = 0
+        while not self.stopping.wait(0.02):
+            for w in self.workers:
+                proc = w.proc
+                if proc is not None and proc.poll() is not None and proc.pid not in w.killed:
+                    self.failure = self.failure or f"{w.name} exited ({proc.returncode}): {self.stderr_tail(w)}"
+                    w.killed.add(proc.pid)  # reported once
+                    self.restart(w)
+            if not self.kill_every:
+                continue
+            for _id, _kind, pid, conversation, _at in self.effects.rows(seen_effect):
+                seen_effect = _id
+                if self.rng.random() < 0.5:
+                    victim = next((w for w in self.workers if w.proc is not None and w.proc.pid == pid), None)
+                    if victim is not None:
+                        self.kill(victim, in_write=True, conversation_id=conversation)
+            if next_kill is not None and time.monotonic() >= next_kill:
+                self.kill(self.rng.choice(self.workers))
+                next_kill = time.monotonic() + self._interval()
+
+    def _interval(self) -> float:
+        assert self.kill_every is not None
+        return self.kill_every * self.rng.uniform(0.5, 1.5)
+
+    def stop(self) -> None:
+        with self.lock:
+            self.stopping.set()
+            procs = [w.proc for w in self.workers if w.proc is not None]
+        for proc in procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 15
+        for proc in procs:
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+def _conversation_id(run_id: str, provider: str, scenario: str) -> str:
+    return f"demo-{run_id}-{provider}-{scenario}"
+
+
+def run_workers(workers: int = 4, database: str | None = None, *, kill_every: float | None = None,
+                providers: Sequence[str] = PROVIDERS, scenarios: Sequence[str] = SCENARIO_NAMES, lang: str = "en",
+                timeout: float = 600.0, seed: int | None = None,
+                on_run: Callable[[WorkerRun], None] | None = None) -> WorkersReport:
+    """Run every scenario for every dialect as a durable conversation on ``workers`` DBOS worker processes.
+
+    ``database``: the DBOS system database (and the ledger's): ``sqlite:///PATH`` or ``postgresql://…``; a SQLite
+    file in a temporary directory when None. ``kill_every``: seconds between random SIGKILLs (None: no kills).
+    Raises ``UsageError`` for bad arguments, workers that cannot start, or conversations that did not finish
+    within ``timeout`` seconds."""
+    from dbos import DBOSClient
+
+    from ..sim import SimProvider
+    from .fallback import LOCALES
+
+    if not isinstance(workers, int) or isinstance(workers, bool) or not 1 <= workers <= 64:
+        raise UsageError(f"workers must be between 1 and 64, got {workers!r}")
+    if kill_every is not None and not (isinstance(kill_every, (int, float)) and 0.05 <= kill_every <= 3600):
+        raise UsageError(f"kill_every must be between 0.05 and 3600 seconds, got {kill_every!r}")
+    if lang not in LOCALES:
+        raise UsageError(f"unknown language {lang!r}; expected one of: {', '.join(LOCALES)}")
+    for p in providers:
+        if p not in PROVIDERS:
+            raise UsageError(f"unknown provider {p!r}")
+    for s in scenarios:
+        if s not in SCENARIO_NAMES:
+            raise UsageError(f"unknown scenario {s!r}; expected one of: {', '.join(SCENARIO_NAMES)}")
+    from ..sim import SCENARIOS
+
+    run_id = uuid.uuid4().hex[:10]
+    queue = f"toolwire-demo-{run_id}"
+    started = time.monotonic()
+    sim = SimProvider()
+    for provider in providers:
+        for scenario in scenarios:
+            # every conversation its own plan (an empty one too: requests are then counted per conversation)
+            plan = _fault_plan(scenario)
+            then = plan[-1] if scenario == "provider_down" else None
+            sim.plan(plan, then=then, scenario=scenario, dialect=provider)
+    with tempfile.TemporaryDirectory(prefix="toolwire-workers-") as tmpdir, sim.serve() as sim_url:
+        tmp = Path(tmpdir)
+        sysdb, ledger = _database(database, tmp)
+        sup = _Supervisor(workers, sysdb, ledger, tmp, sim_url, queue, run_id, lang, kill_every, seed)
+        watcher = threading.Thread(target=sup.watch, name="toolwire-workers-watch", daemon=True)
+        client = None
+        try:
+            for w in sup.workers:
+                sup.spawn(w)
+            sup.wait_ready()
+            client = DBOSClient(system_database_url=sysdb)
+            watcher.start()
+            from ..durable import enqueue
+
+            pending: list[tuple[str, str, str, str, Any]] = []
+            for provider in providers:
+                for scenario in scenarios:
+                    conv = _conversation_id(run_id, provider, scenario)
+                    name = f"demo:{provider}" + (":catalogue_down" if scenario == "catalogue_down" else "")
+                    wf = f"{conv}:0"
+                    handle = enqueue(client, name, SCENARIOS[scenario].prompts[lang], conversation_id=conv,
+                                     workflow_id=wf, queue=queue)
+                    pending.append((provider, scenario, conv, wf, handle))
+            runs = _collect(pending, sup, sim, lang, started + timeout, on_run)
+        finally:
+            sup.stop()
+            if watcher.is_alive():
+                watcher.join(timeout=5)
+            if client is not None:
+                client.destroy()
+        _attribute(runs, sup)
+        if sup.failure is not None:
+            raise UsageError(f"a worker failed: {sup.failure}")
+        return WorkersReport(workers=workers, database=_shown(database) if database else "sqlite (temporary)",
+                             runs=runs, kills=sup.kills, restarts=sup.restarts,
+                             seconds=round(time.monotonic() - started, 3))
+
+
+def _collect(pending: list[tuple[str, str, str, str, Any]], sup: _Supervisor, sim: Any, lang: str,
+             deadline: float, on_run: Callable[[WorkerRun], None] | None) -> list[WorkerRun]:
+    from ..durable import result_of
+    from ..sim import SCENARIOS
+
+    done: dict[str, WorkerRun] = {}
+    while len(done) < len(pending):
+        if sup.failure is not None:
+            raise UsageError(f"a worker failed: {sup.failure}")
+        progressed = False
+        for provider, scenario, conv, wf, handle in pending:
+            if wf in done:
+                continue
+            status = handle.get_status()
+            if status.status not in ("SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"):
+                continue
+            progressed = True
+            error = None
+            if status.status == "SUCCESS":
+                result = result_of(handle.get_result())
+            else:
+                from .loop import LoopResult
+
+                error = f"{status.status}: {status.error!r}"
+                result = LoopResult(conversation_id=conv, answer="", fallback=True)
+            effects = {k: sup.effects.count(k, conversation=conv) for k in ("save_measurement", "add_food_to_meal")}
+            requests = sum(1 for r in sim.requests if r.dialect == provider and r.scenario == scenario)
+            run = DemoRun(provider=provider, scenario=scenario, prompt=SCENARIOS[scenario].prompts[lang],
+                          result=result, effects=effects, requests=requests)
+            wr = WorkerRun(run=run, conversation_id=conv, workflow_id=wf, worker=_worker_name(status.executor_id),
+                           error=error)
+            done[wf] = wr
+            if on_run is not None:
+                on_run(wr)
+        if len(done) < len(pending):
+            if time.monotonic() > deadline:
+                missing = [wf for *_, wf, _h in pending if wf not in done]
+                raise UsageError(f"{len(missing)} conversation(s) did not finish in time: {', '.join(missing[:5])}")
+            if not progressed:
+                time.sleep(0.1)
+    return [done[wf] for *_, wf, _h in pending]
+
+
+def _worker_name(executor_id: str | None) -> str | None:
+    if not executor_id:
+        return None
+    return executor_id.split("-", 1)[1] if "-worker-" in executor_id else executor_id
+
+
+def _events(sup: _Supervisor) -> list[tuple[float, str, str, str]]:
+    """``(unix time, worker, event, workflow_id)`` of the durable prompt events in every worker's log."""
+    out: list[tuple[float, str, str, str]] = []
+    for w in sup.workers:
+        path = sup.tmp / f"{w.name}.log"
+        if not path.exists():
+            continue
+        for line in path.read_text(errors="replace").splitlines():
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                continue  # a line cut by a kill
+            if not isinstance(ev, dict) or ev.get("event") not in ("durable.prompt_started",
+                                                                   "durable.prompt_finished"):
+                continue
+            event = ev["event"] if ev["event"] == "durable.prompt_finished" or not ev.get("recovered") \
+                else "durable.prompt_recovered"
+            out.append((float(ev.get("at", 0.0)), w.name, event, str(ev.get("workflow_id"))))
+    out.sort()
+    return out
+
+
+def _attribute(runs: list[WorkerRun], sup: _Supervisor) -> None:
+    """Per run: the recoveries its workers logged, and the kills that hit a worker while it held the run."""
+    events = _events(sup)
+    for wr in runs:
+        mine = [(t, w, e) for t, w, e, wf in events if wf == wr.workflow_id]
+        wr.recoveries = sum(1 for _, _, e in mine if e == "durable.prompt_recovered")
+        spans: list[tuple[str, float, float]] = []  # worker, from, to
+        for i, (t, w, e) in enumerate(mine):
+            if e == "durable.prompt_finished":
+                continue
+            end = next((t2 for t2, w2, e2 in mine[i + 1:] if w2 == w or e2 != "durable.prompt_finished"),
+                       float("inf"))
+            spans.append((w, t, end))
+        wr.kills = sum(1 for k in sup.kills for w, a, b in spans if k.worker == w and a <= k.at < b)
+
+
+# ==== output =============================================================================================================
+def report_to_json(report: WorkersReport) -> dict[str, Any]:
+    """``toolwire demo --workers N --json``: the ``toolwire demo --json`` runs, each with ``worker``,
+    ``recoveries`` and ``kills``, plus the kills (a contract)."""
+    doc = runs_to_json([wr.run for wr in report.runs])
+    for entry, wr in zip(doc["runs"], report.runs):
+        entry.update(conversation_id=wr.conversation_id, worker=wr.worker, recoveries=wr.recoveries,
+                     kills=wr.kills, error=wr.error)
+    doc.update(workers=report.workers, database=report.database, restarts=report.restarts,
+               seconds=report.seconds,
+               kills=[{"worker": k.worker, "pid": k.pid, "at": k.at, "in_write": k.in_write,
+                       "conversation_id": k.conversation_id} for k in report.kills])
+    return doc
+
+
+def print_worker_run(wr: WorkerRun, out: TextIO) -> None:
+    print_run(wr.run, out)
+    extra = f", resumed {wr.recoveries}× after {wr.kills} kill(s)" if wr.recoveries or wr.kills else ""
+    out.write(f"  finished by {wr.worker or '?'}{extra}\n")
+    if wr.error:
+        out.write(f"  error: {wr.error}\n")
+
+
+def print_report(report: WorkersReport, out: TextIO) -> None:
+    answered = sum(1 for r in report.runs if not r.run.result.fallback)
+    in_write = sum(1 for k in report.kills if k.in_write)
+    out.write(f"\n{len(report.runs)} runs on {report.workers} workers ({report.database}) in {report.seconds:.1f} s: "
+              f"{answered} answered by the model, {len(report.runs) - answered} fallback; "
+              f"{len(report.kills)} kills ({in_write} inside a write), {report.restarts} restarts, "
+              f"{sum(r.recoveries for r in report.runs)} recoveries\n")
+
+
+# ==== the worker process =================================================================================================
+def _worker_main(argv: Sequence[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m toolwire.harness.workers",
+                                 description="one DBOS worker of toolwire demo --workers")
+    ap.add_argument("--executor-id", required=True)
+    ap.add_argument("--database", required=True)
+    ap.add_argument("--ledger", required=True)
+    ap.add_argument("--effects", required=True)
+    ap.add_argument("--sim", required=True)
+    ap.add_argument("--queue", required=True)
+    ap.add_argument("--lang", default="en")
+    ap.add_argument("--ready", required=True)
+    ap.add_argument("--log", required=True)
+    ap.add_argument("--write-pause", type=float, default=0.0)
+    ap.add_argument("--concurrency", type=int, default=4)
+    args = ap.parse_args(argv)
+
+    import structlog
+    from dbos import DBOS
+
+    from ..durable import DurableLoop
+    from ..logs import configure_logging, redact_secrets
+    from ..registry import Dispatcher, PostgresLedger, SQLiteLedger
+    from .demo_tools import DemoWorld
+
+    log = open(args.log, "a", buffering=1, encoding="utf-8")
+    configure_logging("json", "info", stream=log)
+    structlog.configure(processors=[structlog.contextvars.merge_contextvars, structlog.processors.add_log_level,
+                                    structlog.processors.TimeStamper(fmt=None, key="at"), redact_secrets,
+                                    structlog.processors.JSONRenderer()])
+
+    ledger: Any
+    if args.ledger.startswith("sqlite:"):
+        ledger = SQLiteLedger(args.ledger[len("sqlite:"):])
+    else:
+        ledger = PostgresLedger(args.ledger, pool_size=4, timeout=30)
+    loops = []
+    for provider in PROVIDERS:
+        for variant in ("", ":catalogue_down"):
+            world = DemoWorld(args.effects)
+            world.catalogue_up = not variant
+            registry = world.registry(timeout=5.0, write_delay=args.write_pause)
+            loops.append(DurableLoop(provider, name=f"demo:{provider}{variant}", model=_MODELS[provider],
+                                     registry=registry, dispatcher=Dispatcher(registry, ledger=ledger, backoff=0.01),
+                                     base_url=args.sim, api_key="sim-key", locale=args.lang, retry=DEMO_RETRY,
+                                     timeout=5.0))
+    DBOS(config={"name": "toolwire-demo", "system_database_url": args.database, "executor_id": args.executor_id,
+                 "log_level": "WARNING"})
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    DBOS.launch()
+    DBOS.register_queue(args.queue, worker_concurrency=args.concurrency, polling_interval_sec=0.1)
+    Path(args.ready).write_text(str(os.getpid()))
+    stop.wait()
+    DBOS.destroy(workflow_completion_timeout_sec=5)
+    for loop in loops:
+        loop.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_worker_main(sys.argv[1:]))
