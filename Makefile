@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo fuzz bench install clean
+.PHONY: test demo demo-workers fuzz bench install clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -m venv $(VENV) 2>/dev/null || { \
@@ -26,6 +26,17 @@ test: $(STAMP)
 # make demo: the scenarios, for every dialect, against the built-in simulated provider over real HTTP
 demo: $(STAMP)
 	$(VENV)/bin/toolwire demo
+
+# make demo-workers [WORKERS=4] [KILL_EVERY=1]: the same conversations as durable DBOS workflows on WORKERS worker
+# processes sharing a private PostgreSQL cluster (started on loopback for the run, stopped afterwards; PostgreSQL
+# is installed with apt if missing), with a killer that SIGKILLs and restarts workers every ~KILL_EVERY seconds.
+WORKERS ?= 4
+KILL_EVERY ?= 1
+demo-workers: $(STAMP)
+	@command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
+	  (apt-get update -qq && apt-get install -y -qq postgresql >/dev/null)
+	$(PY) -m tests.with_postgres $(VENV)/bin/toolwire demo --workers $(WORKERS) --database '{dsn}' \
+	  --kill-every $(KILL_EVERY)
 
 # make fuzz [FUZZ_SECONDS=600] [FUZZ_ARGS=...]: the deep hypothesis profile of the suite, then the mutation fuzzer
 # (python -m fuzz; reproducers go to fuzz/findings/, replay one with python -m fuzz --replay FILE).
