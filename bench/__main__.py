@@ -417,6 +417,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-memory", action="store_true", help="skip the tracemalloc step")
     ap.add_argument("--skip-linear", action="store_true", help="skip the 10x linearity step")
     ap.add_argument("--skip-repair", action="store_true", help="skip the history repair scaling step")
+    ap.add_argument("--skip-workers", action="store_true",
+                    help="skip conversations per second on 1-8 DBOS workers (needs dbos and PostgreSQL)")
     ap.add_argument("--output", default=str(Path(__file__).with_name("results.json")),
                     help="where to write the JSON results (default bench/results.json)")
     ap.add_argument("--profile", metavar="DIALECT/WORKLOAD",
@@ -457,6 +459,12 @@ def main(argv: list[str] | None = None) -> int:
         bench.memory["ledger_claims_per_s"] = lr
         print("ledger: claims (each completed) per second, one thread (test PostgreSQL: fsync off): "
               + ", ".join(f"{k} {v:,.0f}" if isinstance(v, float) else f"{k} {v}" for k, v in lr.items()))
+    if not args.skip_workers:
+        from . import workers_rate
+
+        wr = workers_rate.rates(rounds=1 if cfg.name == "quick" else 3)
+        bench.memory["workers_conversations_per_s"] = wr
+        print(workers_rate.line(wr))
     if bench.problems:
         print()
         for p in bench.problems:

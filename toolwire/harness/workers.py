@@ -78,6 +78,8 @@ class WorkersReport(msgspec.Struct, kw_only=True):
     kills: list[Kill]
     restarts: int
     seconds: float
+    #: from the first enqueue to the last conversation's end (without the workers' start)
+    busy_seconds: float = 0.0
 
 
 # ==== the supervisor ===================================================================================================
@@ -115,9 +117,10 @@ class _Worker:
 
 class _Supervisor:
     def __init__(self, workers: int, sysdb: str, ledger: str, tmp: Path, sim_url: str, queue: str,
-                 run_id: str, lang: str, kill_every: float | None, seed: int | None) -> None:
+                 run_id: str, lang: str, kill_every: float | None, seed: int | None, concurrency: int) -> None:
         self.sysdb, self.ledger, self.tmp, self.sim_url, self.queue = sysdb, ledger, tmp, sim_url, queue
         self.lang = lang
+        self.concurrency = concurrency
         self.kill_every = kill_every
         self.rng = random.Random(seed)
         self.workers = [_Worker(i, run_id) for i in range(1, workers + 1)]
@@ -136,7 +139,7 @@ class _Supervisor:
         cmd = [sys.executable, "-m", "toolwire.harness.workers", "--executor-id", w.executor_id,
                "--database", self.sysdb, "--ledger", self.ledger, "--effects", str(self.effects_path),
                "--sim", self.sim_url, "--queue", self.queue, "--lang", self.lang, "--ready", str(ready),
-               "--log", str(self.tmp / f"{w.name}.log"),
+               "--log", str(self.tmp / f"{w.name}.log"), "--concurrency", str(self.concurrency),
                "--write-pause", str(WRITE_PAUSE if self.kill_every else 0.0)]
         stderr = open(self.tmp / f"{w.name}.stderr", "ab")
         try:
@@ -240,13 +243,15 @@ def _conversation_id(run_id: str, provider: str, scenario: str) -> str:
 
 def run_workers(workers: int = 4, database: str | None = None, *, kill_every: float | None = None,
                 providers: Sequence[str] = PROVIDERS, scenarios: Sequence[str] = SCENARIO_NAMES, lang: str = "en",
-                timeout: float = 600.0, seed: int | None = None,
+                timeout: float = 600.0, seed: int | None = None, rounds: int = 1, concurrency: int = 4,
                 on_run: Callable[[WorkerRun], None] | None = None) -> WorkersReport:
     """Run every scenario for every dialect as a durable conversation on ``workers`` DBOS worker processes.
 
     ``database``: the DBOS system database (and the ledger's): ``sqlite:///PATH`` or ``postgresql://…``; a SQLite
     file in a temporary directory when None. ``kill_every``: seconds between random SIGKILLs (None: no kills).
-    Raises ``UsageError`` for bad arguments, workers that cannot start, or conversations that did not finish
+    ``rounds``: conversations per dialect and scenario (the fault plans are per dialect and scenario, so the
+    scenarios with faults see them in the first conversation that asks). ``concurrency``: conversations one
+    worker runs at once. Raises ``UsageError`` for bad arguments, workers that cannot start, or conversations that did not finish
     within ``timeout`` seconds."""
     from dbos import DBOSClient
 
@@ -257,6 +262,10 @@ def run_workers(workers: int = 4, database: str | None = None, *, kill_every: fl
         raise UsageError(f"workers must be between 1 and 64, got {workers!r}")
     if kill_every is not None and not (isinstance(kill_every, (int, float)) and 0.05 <= kill_every <= 3600):
         raise UsageError(f"kill_every must be between 0.05 and 3600 seconds, got {kill_every!r}")
+    if not isinstance(rounds, int) or isinstance(rounds, bool) or not 1 <= rounds <= 1000:
+        raise UsageError(f"rounds must be between 1 and 1000, got {rounds!r}")
+    if not isinstance(concurrency, int) or isinstance(concurrency, bool) or not 1 <= concurrency <= 256:
+        raise UsageError(f"concurrency must be between 1 and 256, got {concurrency!r}")
     if lang not in LOCALES:
         raise UsageError(f"unknown language {lang!r}; expected one of: {', '.join(LOCALES)}")
     for p in providers:
@@ -280,7 +289,7 @@ def run_workers(workers: int = 4, database: str | None = None, *, kill_every: fl
     with tempfile.TemporaryDirectory(prefix="toolwire-workers-") as tmpdir, sim.serve() as sim_url:
         tmp = Path(tmpdir)
         sysdb, ledger = _database(database, tmp)
-        sup = _Supervisor(workers, sysdb, ledger, tmp, sim_url, queue, run_id, lang, kill_every, seed)
+        sup = _Supervisor(workers, sysdb, ledger, tmp, sim_url, queue, run_id, lang, kill_every, seed, concurrency)
         watcher = threading.Thread(target=sup.watch, name="toolwire-workers-watch", daemon=True)
         client = None
         try:
@@ -292,15 +301,17 @@ def run_workers(workers: int = 4, database: str | None = None, *, kill_every: fl
             from ..durable import enqueue
 
             pending: list[tuple[str, str, str, str, Any]] = []
-            for provider in providers:
-                for scenario in scenarios:
-                    conv = _conversation_id(run_id, provider, scenario)
-                    name = f"demo:{provider}" + (":catalogue_down" if scenario == "catalogue_down" else "")
-                    wf = f"{conv}:0"
-                    handle = enqueue(client, name, SCENARIOS[scenario].prompts[lang], conversation_id=conv,
-                                     workflow_id=wf, queue=queue)
-                    pending.append((provider, scenario, conv, wf, handle))
+            busy = time.monotonic()
+            for provider, scenario, round_ in ((p, s, r) for r in range(rounds) for p in providers
+                                               for s in scenarios):
+                conv = _conversation_id(run_id, provider, scenario) + (f"-{round_}" if round_ else "")
+                name = f"demo:{provider}" + (":catalogue_down" if scenario == "catalogue_down" else "")
+                wf = f"{conv}:0"
+                handle = enqueue(client, name, SCENARIOS[scenario].prompts[lang], conversation_id=conv,
+                                 workflow_id=wf, queue=queue)
+                pending.append((provider, scenario, conv, wf, handle))
             runs = _collect(pending, sup, sim, lang, started + timeout, on_run)
+            busy = time.monotonic() - busy
         finally:
             sup.stop()
             if watcher.is_alive():
@@ -312,7 +323,7 @@ def run_workers(workers: int = 4, database: str | None = None, *, kill_every: fl
             raise UsageError(f"a worker failed: {sup.failure}")
         return WorkersReport(workers=workers, database=_shown(database) if database else "sqlite (temporary)",
                              runs=runs, kills=sup.kills, restarts=sup.restarts,
-                             seconds=round(time.monotonic() - started, 3))
+                             seconds=round(time.monotonic() - started, 3), busy_seconds=round(busy, 3))
 
 
 def _collect(pending: list[tuple[str, str, str, str, Any]], sup: _Supervisor, sim: Any, lang: str,
