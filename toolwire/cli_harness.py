@@ -45,6 +45,12 @@ def _demo_workers(args: argparse.Namespace, providers: Any, scenarios: Any) -> i
         from .harness.workers import print_report, print_worker_run, report_to_json, run_workers
     except ImportError as exc:
         raise UsageError(f"--workers needs the dbos extra: pip install 'toolwire[dbos]' ({exc})") from None
+    import signal
+
+    def terminate(signum: int, _frame: Any) -> None:
+        raise SystemExit(128 + signum)  # unwinds through run_workers, which stops its workers
+
+    signal.signal(signal.SIGTERM, terminate)
     on_run = None if args.json else (lambda wr: print_worker_run(wr, sys.stdout))
     report = run_workers(args.workers, args.database, kill_every=args.kill_every, providers=providers,
                          scenarios=scenarios, lang=args.lang, on_run=on_run)

@@ -34,7 +34,7 @@ from .harness.errors import ProviderError
 from .harness.loop import LoopResult, _Core
 from .harness.retry import RetryPolicy
 from .harness.transport import HTTPTransport
-from .registry import Dispatcher, Registry, ToolResult
+from .registry import Dispatcher, MemoryLedger, Registry, ToolResult
 from .types import Turn
 
 __all__ = ["DurableLoop", "WORKFLOW_NAME", "QUEUE_NAME", "enqueue", "result_of"]
@@ -70,8 +70,13 @@ class DurableLoop:
                  api_key: str | None = None, system: str | None = None, stream: bool = True, locale: str = "en",
                  max_steps: int = 8, retry: RetryPolicy | None = None, max_tokens: int = 1024,
                  timeout: float | None = None, echo_ids: bool = True) -> None:
-        if not isinstance(name, str) or not name:
-            raise UsageError("name must be a non-empty string")
+        _check_name(name)
+        if not isinstance(dispatcher, Dispatcher):
+            raise UsageError(f"dispatcher must be a toolwire.Dispatcher with a durable ledger, got "
+                             f"{type(dispatcher).__name__}")
+        if isinstance(dispatcher.ledger, MemoryLedger):
+            raise UsageError("a DurableLoop needs a ledger that outlives the process (SQLiteLedger, "
+                             "PostgresLedger): with a MemoryLedger a write resumed after a crash could run twice")
         self.name = name
         self.provider = provider
         self.dispatcher = dispatcher
@@ -82,7 +87,14 @@ class DurableLoop:
         self.transport = transport or HTTPTransport(provider, model=model, base_url=base_url, api_key=api_key,
                                                     stream=stream, timeout=timeout)
         with _LOOPS_LOCK:
-            _LOOPS[name] = self
+            taken = name in _LOOPS
+            if not taken:
+                _LOOPS[name] = self
+        if taken:
+            if transport is None:
+                self.transport.close()
+            raise UsageError(f"a DurableLoop named {name!r} exists in this process: give each loop its own "
+                             "name (close the old one first to replace it)")
 
     def _core(self, conversation_id: str | None, history: Iterable[Any] | None) -> _Core:
         return _Core(self.provider, conversation_id=conversation_id, history=history, **self._core_kw)
@@ -98,6 +110,7 @@ class DurableLoop:
         if workflow_id is None:
             out = _prompt_workflow(*args)
         else:
+            _check_reuse(workflow_id, args, _status_inputs(workflow_id))
             with SetWorkflowID(workflow_id):
                 out = _prompt_workflow(*args)
         return result_of(out)
@@ -106,24 +119,27 @@ class DurableLoop:
                 previous_id: str | None = None, workflow_id: str | None = None, queue: str = QUEUE_NAME) -> Any:
         """Put ``prompt`` on the DBOS queue ``queue`` (registered with ``DBOS.register_queue``); any worker
         serving it runs the workflow. Returns the DBOS workflow handle: ``result_of(handle.get_result())`` is
-        the ``LoopResult``. The same ``workflow_id`` again attaches to the workflow already enqueued."""
+        the ``LoopResult``. The same ``workflow_id`` with the same arguments again attaches to the workflow
+        already enqueued; with other arguments it is a ``UsageError``."""
         args = self._args(prompt, conversation_id, history, previous_id)
+        if not isinstance(queue, str) or not queue:
+            raise UsageError("queue must be a non-empty string")
         q = DBOS.retrieve_queue(queue)
+        if q is None:
+            raise UsageError(f"no DBOS queue named {queue!r}: register it with DBOS.register_queue({queue!r}) "
+                             "in the workers")
         if workflow_id is None:
             return q.enqueue(_prompt_workflow, *args)
+        _check_reuse(workflow_id, args, _status_inputs(workflow_id))
         with SetWorkflowID(workflow_id):
             return q.enqueue(_prompt_workflow, *args)
 
     def _args(self, prompt: str, conversation_id: str, history: Iterable[Any] | None,
               previous_id: str | None) -> tuple[Any, ...]:
-        if not isinstance(prompt, str):
-            raise UsageError(f"prompt must be a string, got {type(prompt).__name__}")
-        if not isinstance(conversation_id, str) or not conversation_id:
-            raise UsageError("conversation_id must be a non-empty string")
         if previous_id is not None and self.provider != "gemini-interactions":
             raise UsageError("previous_id continues a Gemini Interactions conversation; other dialects pass "
                              "history")
-        return (self.name, conversation_id, prompt, list(history or []), previous_id)
+        return _workflow_args(self.name, prompt, conversation_id, history, previous_id)
 
     def close(self) -> None:
         with _LOOPS_LOCK:
@@ -147,15 +163,69 @@ def enqueue(client: Any, name: str, prompt: str, *, conversation_id: str, histor
             previous_id: str | None = None, workflow_id: str | None = None, queue: str = QUEUE_NAME) -> Any:
     """Put a prompt for the ``DurableLoop`` named ``name`` on a DBOS queue through a ``dbos.DBOSClient``: from a
     process that runs no workflows (a web front end, a scheduler). Workers that created that loop and serve
-    ``queue`` take it. Returns the client's workflow handle (``result_of(handle.get_result())``)."""
-    if not isinstance(name, str) or not name:
-        raise UsageError("name must be a non-empty string")
-    if not isinstance(conversation_id, str) or not conversation_id:
-        raise UsageError("conversation_id must be a non-empty string")
+    ``queue`` take it. Returns the client's workflow handle (``result_of(handle.get_result())``). The same
+    ``workflow_id`` with other arguments is a ``UsageError``."""
+    args = _workflow_args(name, prompt, conversation_id, history, previous_id)
+    if not isinstance(queue, str) or not queue:
+        raise UsageError("queue must be a non-empty string")
     options: dict[str, Any] = {"workflow_name": WORKFLOW_NAME, "queue_name": queue}
     if workflow_id is not None:
+        _check_workflow_id(workflow_id)
+        found = client.list_workflows(workflow_ids=[workflow_id], load_output=False)
+        _check_reuse(workflow_id, args, found[0].input if found else None)
         options["workflow_id"] = workflow_id
-    return client.enqueue(options, name, conversation_id, prompt, list(history or []), previous_id)
+    return client.enqueue(options, *args)
+
+
+def _check_name(name: Any) -> None:
+    if not isinstance(name, str) or not name:
+        raise UsageError("name must be a non-empty string")
+
+
+def _check_workflow_id(workflow_id: Any) -> None:
+    if not isinstance(workflow_id, str) or not workflow_id:
+        raise UsageError(f"workflow_id must be a non-empty string, got {workflow_id!r}")
+
+
+def _workflow_args(name: Any, prompt: Any, conversation_id: Any, history: Any, previous_id: Any) -> tuple[Any, ...]:
+    """The prompt workflow's arguments, checked: what DBOS records and a worker (perhaps another one) runs."""
+    _check_name(name)
+    if not isinstance(prompt, str):
+        raise UsageError(f"prompt must be a string, got {type(prompt).__name__}")
+    if not isinstance(conversation_id, str) or not conversation_id:
+        raise UsageError("conversation_id must be a non-empty string")
+    if previous_id is not None and (not isinstance(previous_id, str) or not previous_id):
+        raise UsageError("previous_id must be a non-empty string (a previous result's previous_id) or None")
+    if isinstance(history, (str, bytes, dict)):
+        raise UsageError(f"history must be a list of messages (a previous result's history), got "
+                         f"{type(history).__name__}")
+    try:
+        items = list(history or [])
+        # recorded as JSON by DBOS and sent as JSON to the provider: refuse now what could not be
+        items = msgspec.json.decode(msgspec.json.encode(items))
+    except (TypeError, ValueError, OverflowError, RecursionError, msgspec.MsgspecError) as exc:
+        raise UsageError(f"history must be JSON messages (a previous result's history): {exc}") from None
+    return (name, conversation_id, prompt, items, previous_id)
+
+
+def _status_inputs(workflow_id: Any) -> Any:
+    _check_workflow_id(workflow_id)
+    status = DBOS.get_workflow_status(workflow_id)
+    return None if status is None else status.input
+
+
+def _check_reuse(workflow_id: str, args: tuple[Any, ...], recorded: Any) -> None:
+    """A workflow id already used with other arguments would answer with another prompt's result: refuse."""
+    if recorded is None:
+        return
+    try:
+        same = (msgspec.json.encode(list(recorded.get("args", ()))) == msgspec.json.encode(list(args))
+                and not recorded.get("kwargs"))
+    except (TypeError, ValueError, AttributeError):
+        same = False
+    if not same:
+        raise UsageError(f"workflow_id {workflow_id!r} was already used for another prompt or conversation: "
+                         "each prompt of a conversation needs its own workflow id")
 
 
 @DBOS.step(name="toolwire.durable.request")

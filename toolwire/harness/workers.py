@@ -87,22 +87,35 @@ def _database(url: str | None, tmp: Path) -> tuple[str, str]:
     """The DBOS system database URL and the ledger spec (``sqlite:PATH`` or the PostgreSQL URL)."""
     if url is None:
         return f"sqlite:///{tmp / 'dbos.sqlite'}", f"sqlite:{tmp / 'ledger.db'}"
-    if url.startswith("sqlite:///"):
+    if not isinstance(url, str):
+        raise UsageError("the database must be a sqlite:///PATH or postgresql:// URL")
+    if url.startswith("sqlite:///") and len(url) > len("sqlite:///"):
+        path = Path(url[len("sqlite:///"):])
+        if not path.parent.is_dir():
+            raise UsageError(f"--database: the directory {str(path.parent)!r} does not exist")
         return url, f"sqlite:{tmp / 'ledger.db'}"
     if url.startswith(("postgresql://", "postgres://")):
         url = "postgresql://" + url.split("://", 1)[1]
         return url, url
-    raise UsageError(f"--database must be a sqlite:///PATH or postgresql:// URL, got {_shown(url)!r}")
+    # never echoed: what was given may hold a password in a form we do not parse
+    raise UsageError("--database must be a sqlite:///PATH or postgresql://USER@HOST:PORT/DB URL")
 
 
 def _shown(url: str) -> str:
-    """``url`` without its password."""
-    scheme, sep, rest = url.partition("://")
-    if not sep or "@" not in rest.split("/", 1)[0]:
-        return url
-    creds, _, host = rest.partition("@")
-    user = creds.split(":", 1)[0]
-    return f"{scheme}://{user}:***@{host}" if ":" in creds else url
+    """``url`` without its password (in the authority or as a query parameter)."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+        netloc = parts.netloc
+        if "@" in netloc:
+            creds, _, host = netloc.rpartition("@")
+            netloc = (creds.split(":", 1)[0] + ":***" if ":" in creds else creds) + "@" + host
+        query = urlencode([(k, "***" if "pass" in k.lower() else v)
+                           for k, v in parse_qsl(parts.query, keep_blank_values=True)])
+        return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+    except ValueError:
+        return "<database URL>"
 
 
 class _Worker:
@@ -161,9 +174,11 @@ class _Supervisor:
                 time.sleep(0.05)
 
     def stderr_tail(self, w: _Worker) -> str:
+        """The worker's last line on stderr (the exception that ended it), without the traceback."""
         path = self.tmp / f"{w.name}.stderr"
         text = path.read_text(errors="replace") if path.exists() else ""
-        return " | ".join(text.strip().splitlines()[-5:]) or "(no output)"
+        lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+        return lines[-1][:500] if lines else "(no output)"
 
     def kill(self, w: _Worker, *, in_write: bool = False, conversation_id: str | None = None) -> None:
         with self.lock:
@@ -207,8 +222,18 @@ class _Supervisor:
                     if victim is not None:
                         self.kill(victim, in_write=True, conversation_id=conversation)
             if next_kill is not None and time.monotonic() >= next_kill:
-                self.kill(self.rng.choice(self.workers))
+                # only a worker that has been up for a while: one killed while it starts never gets to work
+                ready = [w for w in self.workers if self._up_for(w) >= self.kill_every / 2]
+                if ready:
+                    self.kill(self.rng.choice(ready))
                 next_kill = time.monotonic() + self._interval()
+
+    def _up_for(self, w: _Worker) -> float:
+        """Seconds since the worker's current process became ready (0 while it starts)."""
+        try:
+            return max(0.0, time.time() - w.ready.stat().st_mtime)  # type: ignore[attr-defined]
+        except OSError:
+            return 0.0
 
     def _interval(self) -> float:
         assert self.kill_every is not None
@@ -260,8 +285,9 @@ def run_workers(workers: int = 4, database: str | None = None, *, kill_every: fl
 
     if not isinstance(workers, int) or isinstance(workers, bool) or not 1 <= workers <= 64:
         raise UsageError(f"workers must be between 1 and 64, got {workers!r}")
-    if kill_every is not None and not (isinstance(kill_every, (int, float)) and 0.05 <= kill_every <= 3600):
-        raise UsageError(f"kill_every must be between 0.05 and 3600 seconds, got {kill_every!r}")
+    if kill_every is not None and not (isinstance(kill_every, (int, float)) and 0.5 <= kill_every <= 3600):
+        raise UsageError(f"kill_every must be between 0.5 and 3600 seconds (a worker takes about a second to "
+                         f"start), got {kill_every!r}")
     if not isinstance(rounds, int) or isinstance(rounds, bool) or not 1 <= rounds <= 1000:
         raise UsageError(f"rounds must be between 1 and 1000, got {rounds!r}")
     if not isinstance(concurrency, int) or isinstance(concurrency, bool) or not 1 <= concurrency <= 256:
@@ -499,7 +525,10 @@ def _worker_main(argv: Sequence[str]) -> int:
     DBOS.launch()
     DBOS.register_queue(args.queue, worker_concurrency=args.concurrency, polling_interval_sec=0.1)
     Path(args.ready).write_text(str(os.getpid()))
-    stop.wait()
+    parent = os.getppid()
+    while not stop.wait(0.5):
+        if os.getppid() != parent:  # the supervisor died: a worker never outlives its demo
+            break
     DBOS.destroy(workflow_completion_timeout_sec=5)
     for loop in loops:
         loop.close()

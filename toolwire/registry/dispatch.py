@@ -899,7 +899,7 @@ class Dispatcher:
                 box.append(_Outcome("error", exc))
 
         if timeout is None and not tool.is_async:
-            target()
+            contextvars.copy_context().run(target)  # what the handler sets stays in its own copy
             return box[0]
         # the handler sees the caller's context variables (request ids, tracing, structlog's bound values)
         done = _HANDLERS.submit(functools.partial(contextvars.copy_context().run, in_thread))

@@ -131,6 +131,14 @@ class SimProvider:
         for f in [*faults, *([then] if then is not None else [])]:
             if not isinstance(f, Fault):
                 raise TypeError(f"plan() takes Fault objects, not {type(f).__name__}")
+        if scenario is not None:
+            from .scenarios import SCENARIOS
+
+            if scenario not in SCENARIOS:
+                raise ValueError(f"plan(): unknown scenario {scenario!r}; expected one of: {', '.join(SCENARIOS)}")
+        if dialect is not None and dialect not in {d.name for d in DIALECTS}:
+            raise ValueError(f"plan(): unknown dialect {dialect!r}; expected one of: "
+                             f"{', '.join(d.name for d in DIALECTS)}")
         with self._lock:
             if scenario is None and dialect is None:
                 self._plan.extend(faults)
