@@ -73,7 +73,7 @@ def test_eight_workers_with_a_killer_finish_forty_conversations_without_a_second
     workers (and some right after a write's effect) and restarts them: every conversation ends with the model's
     answer or the fallback, no write has two effects, and every outcome_unknown is a write claimed by a process
     that was then killed."""
-    report = run_workers(8, pg_dsn, kill_every=0.4, seed=11, timeout=600)
+    report = run_workers(8, pg_dsn, kill_every=0.5, seed=11, timeout=600)
     doc = report_to_json(report)
     assert len(report.runs) == 40
     killed = {k.pid: k.at for k in report.kills}

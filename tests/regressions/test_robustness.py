@@ -235,7 +235,7 @@ def test_auto_format_after_a_long_white_space_prefix_in_small_pieces(piece):
             only_space.feed(b"\n" * piece)
 
 
-# ---- from a hostile pass ------------------------------------------------------------------------------------------
+# ---- adversarial inputs -------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("provider", ["openai-chat", "anthropic", "gemini", "openai-responses",

@@ -36,15 +36,25 @@ from typing import Any, Callable, Sequence, TextIO
 import msgspec
 
 from ..codecs import PROVIDERS
-from ..errors import UsageError
+from ..errors import ToolwireError, UsageError
 from .demo import _MODELS, DEMO_RETRY, SCENARIO_NAMES, DemoRun, _fault_plan, print_run, runs_to_json
 from .demo_tools import EffectLog
 
-__all__ = ["Kill", "WorkerRun", "WorkersReport", "run_workers", "print_report", "report_to_json"]
+__all__ = ["Kill", "WorkerRun", "WorkersError", "WorkersReport", "run_workers", "print_report", "report_to_json"]
 
 #: how long a worker's write handler waits after its effect when kills are on (the window a kill can land in)
 WRITE_PAUSE = 0.25
 _READY_TIMEOUT = 120.0
+
+
+class WorkersError(ToolwireError):
+    """The workers could not do the job: one could not start, one died on its own, or conversations did not
+    finish in time (the CLI exits 1)."""
+
+
+#: the worker reads its database URLs from the environment, never from its command line (``ps`` shows that)
+_DATABASE_ENV = "TOOLWIRE_WORKER_DATABASE"
+_LEDGER_ENV = "TOOLWIRE_WORKER_LEDGER"
 
 
 class Kill(msgspec.Struct, kw_only=True):
@@ -150,14 +160,16 @@ class _Supervisor:
         ready = self.tmp / f"{w.name}.{w.spawns}.ready"
         w.spawns += 1
         cmd = [sys.executable, "-m", "toolwire.harness.workers", "--executor-id", w.executor_id,
-               "--database", self.sysdb, "--ledger", self.ledger, "--effects", str(self.effects_path),
+               "--effects", str(self.effects_path),
                "--sim", self.sim_url, "--queue", self.queue, "--lang", self.lang, "--ready", str(ready),
                "--log", str(self.tmp / f"{w.name}.log"), "--concurrency", str(self.concurrency),
                "--write-pause", str(WRITE_PAUSE if self.kill_every else 0.0)]
         stderr = open(self.tmp / f"{w.name}.stderr", "ab")
         try:
+            env = _child_env()
+            env[_DATABASE_ENV], env[_LEDGER_ENV] = self.sysdb, self.ledger
             w.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
-                                      env=_child_env())
+                                      env=env)
         finally:
             stderr.close()
         w.ready = ready  # type: ignore[attr-defined]
@@ -167,10 +179,10 @@ class _Supervisor:
         for w in self.workers:
             while not w.ready.exists():  # type: ignore[attr-defined]
                 if w.proc is not None and w.proc.poll() is not None:
-                    raise UsageError(f"{w.name} exited ({w.proc.returncode}) before it was ready: "
+                    raise WorkersError(f"{w.name} exited ({w.proc.returncode}) before it was ready: "
                                      f"{self.stderr_tail(w)}")
                 if time.monotonic() > deadline:
-                    raise UsageError(f"{w.name} was not ready within {_READY_TIMEOUT:g} s: {self.stderr_tail(w)}")
+                    raise WorkersError(f"{w.name} was not ready within {_READY_TIMEOUT:g} s: {self.stderr_tail(w)}")
                 time.sleep(0.05)
 
     def stderr_tail(self, w: _Worker) -> str:
@@ -346,7 +358,7 @@ def run_workers(workers: int = 4, database: str | None = None, *, kill_every: fl
                 client.destroy()
         _attribute(runs, sup)
         if sup.failure is not None:
-            raise UsageError(f"a worker failed: {sup.failure}")
+            raise WorkersError(f"a worker failed: {sup.failure}")
         return WorkersReport(workers=workers, database=_shown(database) if database else "sqlite (temporary)",
                              runs=runs, kills=sup.kills, restarts=sup.restarts,
                              seconds=round(time.monotonic() - started, 3), busy_seconds=round(busy, 3))
@@ -360,7 +372,7 @@ def _collect(pending: list[tuple[str, str, str, str, Any]], sup: _Supervisor, si
     done: dict[str, WorkerRun] = {}
     while len(done) < len(pending):
         if sup.failure is not None:
-            raise UsageError(f"a worker failed: {sup.failure}")
+            raise WorkersError(f"a worker failed: {sup.failure}")
         progressed = False
         for provider, scenario, conv, wf, handle in pending:
             if wf in done:
@@ -389,7 +401,7 @@ def _collect(pending: list[tuple[str, str, str, str, Any]], sup: _Supervisor, si
         if len(done) < len(pending):
             if time.monotonic() > deadline:
                 missing = [wf for *_, wf, _h in pending if wf not in done]
-                raise UsageError(f"{len(missing)} conversation(s) did not finish in time: {', '.join(missing[:5])}")
+                raise WorkersError(f"{len(missing)} conversation(s) did not finish in time: {', '.join(missing[:5])}")
             if not progressed:
                 time.sleep(0.1)
     return [done[wf] for *_, wf, _h in pending]
@@ -476,8 +488,6 @@ def _worker_main(argv: Sequence[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m toolwire.harness.workers",
                                  description="one DBOS worker of toolwire demo --workers")
     ap.add_argument("--executor-id", required=True)
-    ap.add_argument("--database", required=True)
-    ap.add_argument("--ledger", required=True)
     ap.add_argument("--effects", required=True)
     ap.add_argument("--sim", required=True)
     ap.add_argument("--queue", required=True)
@@ -502,11 +512,12 @@ def _worker_main(argv: Sequence[str]) -> int:
                                     structlog.processors.TimeStamper(fmt=None, key="at"), redact_secrets,
                                     structlog.processors.JSONRenderer()])
 
+    database, ledger_spec = os.environ[_DATABASE_ENV], os.environ[_LEDGER_ENV]
     ledger: Any
-    if args.ledger.startswith("sqlite:"):
-        ledger = SQLiteLedger(args.ledger[len("sqlite:"):])
+    if ledger_spec.startswith("sqlite:"):
+        ledger = SQLiteLedger(ledger_spec[len("sqlite:"):])
     else:
-        ledger = PostgresLedger(args.ledger, pool_size=4, timeout=30)
+        ledger = PostgresLedger(ledger_spec, pool_size=4, timeout=30)
     loops = []
     for provider in PROVIDERS:
         for variant in ("", ":catalogue_down"):
@@ -517,7 +528,7 @@ def _worker_main(argv: Sequence[str]) -> int:
                                      registry=registry, dispatcher=Dispatcher(registry, ledger=ledger, backoff=0.01),
                                      base_url=args.sim, api_key="sim-key", locale=args.lang, retry=DEMO_RETRY,
                                      timeout=5.0))
-    DBOS(config={"name": "toolwire-demo", "system_database_url": args.database, "executor_id": args.executor_id,
+    DBOS(config={"name": "toolwire-demo", "system_database_url": database, "executor_id": args.executor_id,
                  "log_level": "WARNING"})
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
