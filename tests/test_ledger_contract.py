@@ -1,5 +1,6 @@
 """One contract for every ledger: MemoryLedger, SQLiteLedger and PostgresLedger answer claim, complete and get
-alike, keep one write to one effect through the Dispatcher, and fail only with LedgerError.
+alike, keep one write to one effect through the Dispatcher (``run`` and ``arun``), and fail only with LedgerError.
+PostgresLedger's async twins (aclaim, acomplete, aget) answer like its sync methods, and ``arun`` awaits them.
 
 The PostgreSQL ledger runs against ``TOOLWIRE_PG_DSN`` or a private cluster started for the session (see
 ``conftest.pg_dsn``); each test uses its own conversation ids, so tests never see each other's rows.
@@ -12,6 +13,7 @@ import multiprocessing
 import socket
 import sqlite3
 import threading
+import time
 import uuid
 from typing import Any, Callable
 
@@ -21,6 +23,7 @@ import pytest
 import toolwire
 from toolwire.harness.demo_tools import DemoWorld
 from toolwire.registry import (
+    AsyncLedger,
     Dispatcher,
     Ledger,
     LedgerError,
@@ -38,6 +41,7 @@ RACERS = 8
 CTX = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
 UNREACHABLE = "postgresql://127.0.0.1:1/x"
 SAVE = ("toolu_save", "save_measurement", {"kind": "weight", "value": 70, "unit": "kg"})
+LOOKUP = ("toolu_look", "lookup_demo_value", {"key": "height"})
 
 
 def _result(**kw: Any) -> ToolResult:
@@ -98,6 +102,20 @@ def conv() -> str:
 
 def _save_turn() -> toolwire.Turn:
     return toolwire.parse("anthropic", body("anthropic", [SAVE], response_id="msg_contract"))
+
+
+@pytest.fixture(params=["run", "arun"])
+def how(request) -> str:
+    """Dispatch through ``Dispatcher.run`` or through ``Dispatcher.arun`` (on a fresh event loop)."""
+    return request.param
+
+
+def _dispatch(d: Dispatcher, how: str, turn: toolwire.Turn, **kw: Any) -> list[ToolResult]:
+    return d.run(turn, **kw) if how == "run" else asyncio.run(d.arun(turn, **kw))
+
+
+def _kinds(results: list[ToolResult]) -> list[str]:
+    return [r.kind.value for r in results]
 
 
 # ---- claim, complete, get -------------------------------------------------------------------------------------
@@ -244,19 +262,129 @@ def test_arun_makes_one_effect_and_replays(store, conv):
     assert world.effects.count() == 1 and world.calls == {"save_measurement": 1}
 
 
-def test_started_write_is_outcome_unknown_on_redispatch(store, conv):
+def test_started_write_is_outcome_unknown_on_redispatch(store, conv, how):
     """A write whose key is started but never completed is answered outcome_unknown and not run again."""
     world = DemoWorld()
     d = Dispatcher(world.registry(), ledger=store.ledger)
-    [res] = d.run(_save_turn(), conversation_id=conv)
+    [res] = _dispatch(d, how, _save_turn(), conversation_id=conv)
     call = _save_turn().calls[0]
     # the same call in another conversation, whose key a crashed process left at started
     other = conv + "-crashed"
     key = LedgerKey.for_call(other, call, toolwire.registry.arguments_sha256(call.args), turn="response:msg_contract")
     assert store.ledger.claim(key, "") is None
-    [unknown] = d.run(_save_turn(), conversation_id=other)
+    [unknown] = _dispatch(d, how, _save_turn(), conversation_id=other)
     assert res.kind is ResultKind.OK and unknown.kind is ResultKind.OUTCOME_UNKNOWN
     assert world.effects.count() == 1
+
+
+def test_approval_is_used_once(store, conv, how):
+    """An approval runs its call once: a later dispatcher on the same ledger refuses it for a read and answers the
+    write from its record, with no second effect."""
+    world = DemoWorld()
+
+    def dispatcher() -> Dispatcher:  # a fresh one each time: a restarted worker sharing the secret and the ledger
+        return Dispatcher(world.registry(), ledger=store.ledger, policy=lambda call, ctx: "needs_approval",
+                          approval_secret=b"contract-secret-" * 2)
+
+    def turn() -> toolwire.Turn:
+        return toolwire.parse("anthropic", body("anthropic", [LOOKUP, SAVE], response_id="msg_approval"))
+
+    asked = _dispatch(dispatcher(), how, turn(), conversation_id=conv)
+    assert _kinds(asked) == ["approval_required", "approval_required"] and world.calls == {}
+    approver = dispatcher()
+    tokens = [approver.approve(r.approval, approver="ana") for r in asked]
+    ran = _dispatch(dispatcher(), how, turn(), conversation_id=conv, approvals=tokens)
+    assert _kinds(ran) == ["ok", "ok"] and world.effects.count() == 1
+    again = _dispatch(dispatcher(), how, turn(), conversation_id=conv, approvals=tokens)
+    assert _kinds(again) == ["approval_required", "ok"] and again[1].content == ran[1].content
+    assert world.effects.count() == 1
+    assert world.calls == {"lookup_demo_value": 1, "save_measurement": 1}
+
+
+class _SyncOnly:
+    """A ledger with only the sync methods, delegating to another and noting the thread of every call."""
+
+    def __init__(self, inner: Ledger) -> None:
+        self.inner = inner
+        self.threads: list[tuple[str, int]] = []
+
+    def claim(self, key: LedgerKey, fingerprint: str = "") -> Any:
+        self.threads.append(("claim", threading.get_ident()))
+        return self.inner.claim(key, fingerprint)
+
+    def complete(self, key: LedgerKey, result: ToolResult) -> None:
+        self.threads.append(("complete", threading.get_ident()))
+        self.inner.complete(key, result)
+
+    def get(self, key: LedgerKey) -> Any:
+        return self.inner.get(key)
+
+
+def test_arun_calls_a_sync_only_ledger_in_worker_threads(store, conv):
+    """A ledger without async methods is called by arun in worker threads, never on the event loop's thread,
+    for the write's claim and completion and for the approval it consumes."""
+    world = DemoWorld()
+    ledger = _SyncOnly(store.ledger)
+    assert not isinstance(ledger, AsyncLedger)
+    d = Dispatcher(world.registry(), ledger=ledger, policy=lambda call, ctx: "needs_approval")
+
+    async def main() -> tuple[list[ToolResult], int]:
+        [asked] = await d.arun(_save_turn(), conversation_id=conv)
+        token = d.approve(asked.approval, approver="ana")
+        return await d.arun(_save_turn(), conversation_id=conv, approvals=[token]), threading.get_ident()
+
+    results, loop_thread = asyncio.run(main())
+    assert _kinds(results) == ["ok"] and world.effects.count() == 1
+    assert [op for op, _ in ledger.threads] == ["claim", "claim", "complete"]  # approval, write, completion
+    assert all(thread != loop_thread for _, thread in ledger.threads)
+
+
+class _CountingPostgresLedger(PostgresLedger):
+    """A PostgresLedger that counts its async calls and refuses its sync ones (arun must not use them)."""
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.calls: list[str] = []
+
+    async def aclaim(self, key: LedgerKey, fingerprint: str = "") -> Any:
+        self.calls.append("aclaim")
+        return await super().aclaim(key, fingerprint)
+
+    async def acomplete(self, key: LedgerKey, result: ToolResult) -> None:
+        self.calls.append("acomplete")
+        await super().acomplete(key, result)
+
+    def claim(self, key: LedgerKey, fingerprint: str = "") -> Any:
+        raise AssertionError("arun called the sync claim")
+
+    def complete(self, key: LedgerKey, result: ToolResult) -> None:
+        raise AssertionError("arun called the sync complete")
+
+
+def test_arun_awaits_the_async_methods_of_postgres_ledger(pg_dsn, conv):
+    """arun awaits aclaim for the approval and the write and acomplete for its result, never the sync methods."""
+    world = DemoWorld()
+    ledger = _CountingPostgresLedger(pg_dsn, pool_size=2, timeout=10)
+    try:
+        assert isinstance(ledger, AsyncLedger)
+        d = Dispatcher(world.registry(), ledger=ledger, policy=lambda call, ctx: "needs_approval")
+
+        async def main() -> list[ToolResult]:
+            [asked] = await d.arun(_save_turn(), conversation_id=conv)
+            token = d.approve(asked.approval, approver="ana")
+            try:
+                return await d.arun(_save_turn(), conversation_id=conv, approvals=[token])
+            finally:
+                await ledger.aclose()
+
+        results = asyncio.run(main())
+        assert _kinds(results) == ["ok"] and world.effects.count() == 1
+        assert ledger.calls == ["aclaim", "aclaim", "acomplete"]
+        assert ledger.get(LedgerKey.for_call(conv, _save_turn().calls[0],
+                                             toolwire.registry.arguments_sha256(SAVE[2]),
+                                             turn="response:msg_contract")).status == "completed"
+    finally:
+        ledger.close()
 
 
 # ---- across processes -----------------------------------------------------------------------------------------
@@ -293,7 +421,11 @@ def test_eight_processes_claim_one_key_exactly_once(kind, request, tmp_path, con
     _join(procs)
     wins = [out.get(timeout=10) for _ in range(RACERS)]
     assert wins.count(True) == 1 and wins.count(False) == RACERS - 1, wins
-    assert _open(spec).get(key).status == "started"
+    ledger = _open(spec)
+    try:
+        assert ledger.get(key).status == "started"
+    finally:
+        ledger.close()
 
 
 def _forked_claim(ledger: PostgresLedger, key: LedgerKey, out: Any) -> None:
@@ -499,3 +631,171 @@ def test_msgspec_json_is_the_stored_form(pg_dsn, conv):
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         raw = conn.execute("SELECT result FROM toolwire_ledger WHERE conversation_id = %s", (conv,)).fetchone()[0]
     assert msgspec.json.decode(bytes(raw)) == msgspec.to_builtins(_result())
+
+
+# ---- PostgreSQL: the async twins ------------------------------------------------------------------------------
+
+
+def _on_a_loop(ledger: PostgresLedger, main: Callable[[], Any]) -> Any:
+    """``await main()`` on a fresh event loop, close that loop's pool (``async with ledger``), then the ledger."""
+    async def run() -> Any:
+        async with ledger:
+            return await main()
+
+    try:
+        return asyncio.run(run())
+    finally:
+        ledger.close()
+
+
+def test_postgres_async_claim_complete_get(pg_dsn, conv):
+    """aclaim, acomplete and aget answer like claim, complete and get, on the same rows."""
+    ledger = PostgresLedger(pg_dsn, pool_size=2, timeout=10)
+    key = LedgerKey(conv, "id:async")
+
+    async def main() -> Any:
+        assert await ledger.aget(key) is None
+        assert await ledger.aclaim(key, "save_measurement:abc") is None
+        rec = await ledger.aclaim(key, "save_measurement:abc")
+        assert (rec.status, rec.fingerprint, rec.result) == ("started", "save_measurement:abc", None)
+        await ledger.acomplete(key, _result())
+        done = await ledger.aget(key)
+        assert done.status == "completed" and done.result == _result() and done.completed_at >= done.started_at
+        assert (await ledger.aclaim(key)).result == _result()
+        # the sync methods read what the async ones wrote
+        assert await asyncio.to_thread(ledger.get, key) == done
+        return done
+
+    done = _on_a_loop(ledger, main)
+    with PostgresLedger(pg_dsn, pool_size=1, timeout=10) as other:
+        assert other.get(key) == done and other.claim(key).status == "completed"
+
+
+def test_postgres_async_errors_are_ledger_errors(pg_dsn, conv):
+    """The async twins fail as the sync methods do: a LedgerError for an unclaimed or completed key, an unstorable
+    result, a value the driver refuses and a row that cannot be read; never psycopg's own exception."""
+    import psycopg
+
+    ledger = PostgresLedger(pg_dsn, pool_size=1, timeout=10)
+    key, bad = LedgerKey(conv, "id:async-errors"), LedgerKey(conv + "\x00", "id:nul")
+
+    async def main() -> None:
+        with pytest.raises(LedgerError, match="not started"):
+            await ledger.acomplete(key, _result())
+        assert await ledger.aclaim(key) is None
+        for op in (lambda: ledger.acomplete(key, _result(content={"x": object()})), lambda: ledger.aclaim(bad),
+                   lambda: ledger.aget(bad), lambda: ledger.acomplete(bad, _result())):
+            with pytest.raises(LedgerError) as info:
+                await op()
+            assert not isinstance(info.value, psycopg.Error)
+        await ledger.acomplete(key, _result())
+        with pytest.raises(LedgerError, match="not started"):
+            await ledger.acomplete(key, _result(content="second"))
+        assert (await ledger.aget(key)).result == _result()
+        _corrupt(Store("postgres", lambda: ledger, ("postgres", pg_dsn)), key)
+        for op in (ledger.aget, ledger.aclaim):
+            with pytest.raises(LedgerError, match="cannot be read"):
+                await op(key)
+
+    _on_a_loop(ledger, main)
+
+
+def test_postgres_concurrent_aclaims_of_one_key_have_one_winner(pg_dsn, conv):
+    """Many tasks claiming one key at once through aclaim: exactly one gets None, the others the started row."""
+    ledger = PostgresLedger(pg_dsn, pool_size=4, timeout=10)
+    key = LedgerKey(conv, "id:async-race")
+    answers = _on_a_loop(ledger, lambda: asyncio.gather(*(ledger.aclaim(key, "race") for _ in range(32))))
+    assert sum(a is None for a in answers) == 1
+    assert all(a.status == "started" and a.fingerprint == "race" for a in answers if a is not None)
+
+
+def test_postgres_async_pool_per_event_loop(pg_dsn, conv):
+    """Each event loop gets its own pool: several loops, one after another and at once in threads, all work;
+    aclose closes the running loop's pool and the next call opens another."""
+    ledger = PostgresLedger(pg_dsn, pool_size=2, timeout=10)
+
+    async def claim_twice(name: str) -> list[Any]:
+        first = await ledger.aclaim(LedgerKey(conv, f"id:{name}-1"))
+        await ledger.aclose()
+        second = await ledger.aclaim(LedgerKey(conv, f"id:{name}-2"))
+        await ledger.aclose()
+        return [first, second]
+
+    outcomes: dict[str, Any] = {}
+
+    def in_thread(name: str) -> None:
+        try:
+            outcomes[name] = asyncio.run(claim_twice(name))
+        except BaseException as exc:  # reported to the test below
+            outcomes[name] = exc
+
+    try:
+        assert asyncio.run(claim_twice("a")) == [None, None]
+        assert asyncio.run(claim_twice("b")) == [None, None]
+        threads = [threading.Thread(target=in_thread, args=(f"t{i}",)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert outcomes == {f"t{i}": [None, None] for i in range(4)}
+        assert asyncio.run(ledger.aget(LedgerKey(conv, "id:t3-2"))).status == "started"
+    finally:
+        ledger.close()
+
+
+def test_postgres_async_unreachable_server_is_ledger_error(pg_dsn, conv):
+    """A server that went away (its port now closed) makes aclaim, acomplete and aget raise LedgerError, typed,
+    within the ledger's timeout and a margin."""
+    import psycopg
+
+    info = psycopg.conninfo.conninfo_to_dict(pg_dsn)
+    proxy = _Proxy(info.get("host") or "127.0.0.1", int(info.get("port") or 5432))
+    dsn = psycopg.conninfo.make_conninfo(pg_dsn, host="127.0.0.1", port=str(proxy.port))
+    ledger = PostgresLedger(dsn, pool_size=1, timeout=2)
+    key = LedgerKey(conv, "id:async-gone")
+
+    async def main() -> None:
+        assert await ledger.aclaim(key) is None  # the loop's pool is open and connected
+        proxy.cut()  # every connection is dropped and the port is closed
+        for op in (lambda: ledger.aclaim(LedgerKey(conv, "id:other")), lambda: ledger.acomplete(key, _result()),
+                   lambda: ledger.aget(key)):
+            started = time.monotonic()
+            with pytest.raises(LedgerError) as info:
+                await op()
+            assert not isinstance(info.value, psycopg.Error)
+            assert time.monotonic() - started < ledger.timeout + 10
+
+    _on_a_loop(ledger, main)
+
+
+def test_postgres_ledger_adds_the_claim_token_column_to_an_existing_table(pg_dsn, conv):
+    """A table created before claim tokens existed gets the claim_token column when a ledger opens it; its rows
+    are still read, and claims work."""
+    import psycopg
+
+    schema = "upgrade_" + uuid.uuid4().hex[:12]
+    dsn = psycopg.conninfo.make_conninfo(pg_dsn, options=f"-c search_path={schema}")
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+        conn.execute(f"CREATE TABLE {schema}.toolwire_ledger (conversation_id TEXT NOT NULL, call_key TEXT NOT NULL,"
+                     " status TEXT NOT NULL CHECK (status IN ('started', 'completed')),"
+                     " fingerprint TEXT NOT NULL DEFAULT '', result BYTEA, started_at DOUBLE PRECISION NOT NULL,"
+                     " completed_at DOUBLE PRECISION, pid INTEGER, PRIMARY KEY (conversation_id, call_key))")
+        conn.execute(f"INSERT INTO {schema}.toolwire_ledger (conversation_id, call_key, status, started_at)"
+                     " VALUES (%s, 'id:old', 'started', 1.0)", (conv,))
+    try:
+        ledger = PostgresLedger(dsn, pool_size=1, timeout=10)
+        try:
+            assert ledger.get(LedgerKey(conv, "id:old")).status == "started"
+            assert ledger.claim(LedgerKey(conv, "id:old")).status == "started"  # a NULL token is nobody's
+            assert ledger.claim(LedgerKey(conv, "id:new")) is None
+        finally:
+            ledger.close()
+        PostgresLedger(dsn, pool_size=1, timeout=10).close()  # opening it again changes nothing
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            tokens = conn.execute(f"SELECT call_key, claim_token FROM {schema}.toolwire_ledger ORDER BY call_key")
+            rows = dict(tokens.fetchall())
+        assert rows["id:old"] is None and len(rows["id:new"]) == 32
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")

@@ -58,6 +58,7 @@ PINNED_ALL = [
     "ApprovalRequest",
     "Approval",
     "Ledger",
+    "AsyncLedger",
     "LedgerKey",
     "LedgerRecord",
     "MemoryLedger",

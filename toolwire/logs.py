@@ -119,6 +119,9 @@ CATALOGUE: dict[str, EventSpec] = {
     "dispatch.ledger_error": _spec(
         "error", "call_id conversation_id local_id name provider error op",
         "the ledger could not be read or written"),
+    "ledger.retry": _spec(
+        "warning", "attempt delay error ledger op",
+        "a PostgresLedger operation failed on its connection (server restarting, unreachable) and is retried"),
     "dispatch.result_not_json": _spec(
         "warning", "call_id conversation_id local_id name provider type",
         "a handler returned a value that is not JSON-serialisable; it is sent as text"),

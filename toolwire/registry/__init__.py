@@ -2,14 +2,15 @@
 
 ``Tool`` declares a tool (``from_function``, ``from_schema``, ``from_mcp``); ``Registry`` is the closed, frozen
 set a ``Dispatcher`` runs calls through; ``ToolResult`` answers each call; ``SQLiteLedger`` or ``PostgresLedger``
-(or any ``Ledger``) keeps writes to one effect; ``Decision``, ``ApprovalRequest`` and ``Approval`` carry
-authorization. ``PostgresLedger`` needs the ``pg`` extra only when constructed.
+(or any ``Ledger``, with ``AsyncLedger`` as its optional async part) keeps writes to one effect; ``Decision``,
+``ApprovalRequest`` and ``Approval`` carry authorization. ``PostgresLedger`` needs the ``pg`` extra only when
+constructed.
 """
 
 from .approval import Approval, ApprovalRequest, Decision, PolicyContext, arguments_sha256, canonical_arguments
 from .dispatch import Dispatcher, Policy
 from .errors import ApprovalError, DuplicateToolError, LedgerError, ToolDeclarationError, ToolNameError
-from .ledger import Ledger, LedgerKey, LedgerRecord, MemoryLedger, SQLiteLedger
+from .ledger import AsyncLedger, Ledger, LedgerKey, LedgerRecord, MemoryLedger, SQLiteLedger
 from .pg_ledger import PostgresLedger
 from .registry import Registry, assert_registry_matches
 from .result import ResultKind, ToolResult
@@ -28,6 +29,7 @@ __all__ = [
     "ApprovalRequest",
     "Approval",
     "Ledger",
+    "AsyncLedger",
     "LedgerKey",
     "LedgerRecord",
     "MemoryLedger",

@@ -53,7 +53,7 @@ import time
 import uuid
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -73,6 +73,7 @@ from .approval import (
     approval_targets,
     arguments_sha256,
 )
+from ._steps import Steps, adrive, drive
 from .errors import ApprovalError
 from .ledger import Ledger, LedgerKey, LedgerRecord, MemoryLedger
 from .registry import Registry
@@ -193,7 +194,8 @@ class Dispatcher:
     """Runs the calls of a turn through a registry (see the module docstring for the order of checks).
 
     ``ledger``: an idempotency ledger for writes (default: a ``MemoryLedger`` private to this dispatcher; pass a
-    ``SQLiteLedger`` to be safe across processes and restarts). ``policy``: ``policy(call, context)`` returning a
+    ``SQLiteLedger`` to be safe across processes and restarts; ``arun`` awaits its ``aclaim``/``acomplete`` when it
+    has them, see ``AsyncLedger``, and runs its sync methods in a worker thread otherwise). ``policy``: ``policy(call, context)`` returning a
     ``Decision``, ``"allow"``/``"deny"``/``"needs_approval"`` or a bool; None allows every declared tool (a
     policy that raises denies). ``concurrent_reads``: run the reads of a turn in parallel when all calls that
     run are reads. ``read_retries``: extra attempts for a read whose handler raised. ``backoff``: seconds before
@@ -249,7 +251,8 @@ class Dispatcher:
         approval. ``allow_unclean``: run the whole calls of a turn that did not finish cleanly (default False:
         such a turn runs nothing).
         """
-        plans = self._prepare(turn, conversation_id, turn_id, choice, approvals, allow_unclean)
+        plans = drive(self._prepare(turn, conversation_id, turn_id, choice, approvals, allow_unclean),
+                      lambda claim: self.ledger.claim(*claim))
         try:
             self._run_plans(plans, conversation_id)
             for p in plans:
@@ -282,8 +285,10 @@ class Dispatcher:
 
     async def arun(self, turn: Turn, *, conversation_id: str, turn_id: str | None = None, choice: int = 0,
                    approvals: Iterable[Approval] = (), allow_unclean: bool = False) -> list[ToolResult]:
-        """The async twin of ``run``: async handlers are awaited, concurrent reads are gathered."""
-        plans = self._prepare(turn, conversation_id, turn_id, choice, approvals, allow_unclean)
+        """The async twin of ``run``: async handlers are awaited, concurrent reads are gathered, and the ledger is
+        awaited (its ``aclaim``/``acomplete`` when it has them, else its sync methods in a worker thread)."""
+        plans = await adrive(self._prepare(turn, conversation_id, turn_id, choice, approvals, allow_unclean),
+                             lambda claim: self._aledger("claim", *claim))
         try:
             await self._arun_plans(plans, conversation_id)
             for p in plans:
@@ -341,8 +346,11 @@ class Dispatcher:
         return token
 
     # ==== phase 1: decide, without running anything ===========================================================
+    # Phase 1 is a step generator (see ``_steps``): it yields the ledger claims that consume approvals, as
+    # ``(key, fingerprint)``, and receives their records; ``run`` answers them with ``ledger.claim``, ``arun`` by
+    # awaiting ``_aledger("claim", ...)``.
     def _prepare(self, turn: Turn, conversation_id: str, turn_id: str | None, choice: int,
-                 approvals: Iterable[Approval], allow_unclean: bool) -> list[_Plan]:
+                 approvals: Iterable[Approval], allow_unclean: bool) -> Steps[list[_Plan]]:
         if not isinstance(conversation_id, str) or not conversation_id:
             raise UsageError("conversation_id must be a non-empty string")
         if not isinstance(turn, Turn):
@@ -400,7 +408,7 @@ class Dispatcher:
                     self._answer(p, msgspec.structs.replace(before, call_id=call.call_id, local_id=call.local_id,
                                                             name=call.name, history=[]))
                     continue
-                self._prepare_call(p, turn, conversation_id, ident, tokens)
+                yield from self._prepare_call(p, turn, conversation_id, ident, tokens)
         except BaseException:
             self._release(plans)  # no later dispatch may wait for a plan that never runs
             raise
@@ -479,7 +487,7 @@ class Dispatcher:
                                                 name=call.name, history=[]))
 
     def _prepare_call(self, p: _Plan, turn: Turn, conversation_id: str, ident: str,
-                      tokens: list[Approval]) -> None:
+                      tokens: list[Approval]) -> Steps[None]:
         call = p.call
         # 1. exact-name lookup (no normalisation): a hallucinated wrapper is just an unknown tool
         tool = self.registry.get(call.name)
@@ -553,7 +561,8 @@ class Dispatcher:
             self._reject(p, K.DENIED, f"Denied: {tool.name} may not run here"
                          + (f" ({decision.reason})." if decision.reason else ".") + " Nothing was run.")
             return
-        if decision.verdict == "needs_approval" and not self._approved(p, conversation_id, ident, tokens):
+        if decision.verdict == "needs_approval" \
+                and not (yield from self._approved(p, conversation_id, ident, tokens)):
             if p.result is not None:  # the approval could not be checked (ledger unavailable)
                 return
             request = ApprovalRequest(conversation_id=conversation_id, call_id=call.call_id,
@@ -614,7 +623,7 @@ class Dispatcher:
             tokens.append(a)
         return tokens
 
-    def _approved(self, p: _Plan, conversation_id: str, ident: str, tokens: Sequence[Approval]) -> bool:
+    def _approved(self, p: _Plan, conversation_id: str, ident: str, tokens: Sequence[Approval]) -> Steps[bool]:
         """True when a valid, unexpired, unused approval for exactly this call instance was given; it is
         consumed (recorded in the ledger) here, right before the call runs."""
         call = p.call
@@ -630,7 +639,7 @@ class Dispatcher:
             elif a.expires_at <= time.time():
                 reason = "expired"
             else:
-                used = self._consume(p, a, conversation_id)
+                used = yield from self._consume(p, a, conversation_id)
                 if used is None:
                     return False
                 if used:
@@ -642,13 +651,12 @@ class Dispatcher:
                       call_id=call.call_id, local_id=call.local_id, name=p.tool.name, reason=reason, where="run")
         return False
 
-    def _consume(self, p: _Plan, a: Approval, conversation_id: str) -> bool | None:
+    def _consume(self, p: _Plan, a: Approval, conversation_id: str) -> Steps[bool | None]:
         """Record the approval as used. True: this call may run on it. False: it was used before (by another
         dispatch of this instance; a write then goes on to find its own ledger record, which answers it).
-        None: the ledger failed (the call is answered ``not_run``)."""
+        None: the ledger failed (the call is answered ``not_run``). The claim is yielded to the driver of phase 1."""
         try:
-            before = self.ledger.claim(LedgerKey.for_approval(conversation_id, a.signature),
-                                       p.instance.call_key)
+            before = yield LedgerKey.for_approval(conversation_id, a.signature), p.instance.call_key
             if before is None:
                 return True
             # a write dispatched again on its approval: its own ledger record answers it (or, if it never
@@ -921,9 +929,21 @@ class Dispatcher:
             if step:
                 await asyncio.sleep(step)
 
+    def _aledger(self, op: str, *args: Any) -> Awaitable[Any]:
+        """The ledger's ``op`` (``"claim"`` or ``"complete"``) for ``arun``: its async twin (``aclaim``,
+        ``acomplete``: the optional ``AsyncLedger`` part of the protocol) when it has one, else the sync method
+        in a worker thread, so the event loop never waits on the ledger."""
+        twin = getattr(self.ledger, "a" + op, None)
+        if callable(twin):
+            return twin(*args)
+        return asyncio.to_thread(getattr(self.ledger, op), *args)
+
     async def _arun_write(self, p: _Plan, conversation_id: str) -> None:
         self._dispatch(p)  # the table first: a call it refuses never leaves a ledger entry
-        existing, failure = await asyncio.to_thread(self._write_claim, p, conversation_id)
+        try:
+            existing, failure = await self._aledger("claim", p.key, p.fingerprint), None
+        except Exception as exc:  # noqa: BLE001 - a ledger of the application's may raise anything
+            existing, failure = None, exc
         if not self._write_claimed(p, conversation_id, existing, failure):
             return
         p.attempts += 1
@@ -932,7 +952,7 @@ class Dispatcher:
         self._write_end(p, p.key, outcome, conversation_id, lambda k, r: result_box.append((k, r)))
         if result_box:
             try:
-                await asyncio.to_thread(self.ledger.complete, *result_box[0])
+                await self._aledger("complete", *result_box[0])
             except Exception as exc:  # noqa: BLE001 - the effect happened: the caller still gets its result
                 _log.emit(_log.ERROR, "dispatch.ledger_error", provider=p.call.provider,
                           conversation_id=conversation_id, call_id=p.call.call_id, local_id=p.call.local_id,

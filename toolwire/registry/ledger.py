@@ -8,6 +8,11 @@ Protocol (small on purpose, so Redis and PostgreSQL ledgers can follow):
 * ``complete(key, result)``: record ``completed`` with the ``ToolResult``, after the handler returned.
 * ``get(key) -> None | LedgerRecord``.
 
+Optional async twins (``AsyncLedger``): ``async aclaim(key, fingerprint="")``, ``async acomplete(key, result)`` and
+``async aget(key)``, with the same answers and errors. ``Dispatcher.arun`` awaits ``aclaim``/``acomplete`` when the
+ledger has them (``PostgresLedger`` does) and otherwise runs ``claim``/``complete`` in a worker thread
+(``asyncio.to_thread``), so a ledger that has only the sync methods never blocks the event loop either.
+
 ``fingerprint`` (tool name and arguments hash) is stored beside the key, so a key reused for a different call is
 noticed rather than answered with another call's result.
 
@@ -39,7 +44,7 @@ from ..types import ToolCall
 from .errors import LedgerError
 from .result import ToolResult
 
-__all__ = ["LedgerKey", "LedgerRecord", "Ledger", "MemoryLedger", "SQLiteLedger"]
+__all__ = ["LedgerKey", "LedgerRecord", "Ledger", "AsyncLedger", "MemoryLedger", "SQLiteLedger"]
 
 Status = Literal["started", "completed"]
 
@@ -88,6 +93,19 @@ class Ledger(Protocol):
     def complete(self, key: LedgerKey, result: ToolResult) -> None: ...
 
     def get(self, key: LedgerKey) -> LedgerRecord | None: ...
+
+
+@runtime_checkable
+class AsyncLedger(Protocol):
+    """The optional async part of the ledger protocol: coroutine twins of ``claim``, ``complete`` and ``get``
+    (same arguments, answers and errors). ``Dispatcher.arun`` awaits ``aclaim``/``acomplete`` when a ledger has
+    them, and runs the sync methods in a worker thread otherwise."""
+
+    async def aclaim(self, key: LedgerKey, fingerprint: str = "") -> LedgerRecord | None: ...
+
+    async def acomplete(self, key: LedgerKey, result: ToolResult) -> None: ...
+
+    async def aget(self, key: LedgerKey) -> LedgerRecord | None: ...
 
 
 class MemoryLedger:

@@ -2,18 +2,30 @@
 
 Needs the ``pg`` extra (``pip install 'toolwire[pg]'``: psycopg 3 and psycopg_pool). Importing this module never
 needs them; constructing a ``PostgresLedger`` does.
+
+Each operation is a step generator (see ``_steps``): its SQL and the handling of each answer are written once and
+performed by the sync methods on this process's ``ConnectionPool`` and by the async ones (``aclaim``,
+``acomplete``, ``aget``) on the running event loop's ``AsyncConnectionPool``; ``PostgresLedger._operation``
+wraps each in the retries that carry it over a server restart.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import itertools
 import math
 import os
 import threading
 import time
-from typing import Any
+import uuid
+import weakref
+from typing import Any, Callable, NamedTuple
 
 import msgspec
 
+from .. import _log
+from ._steps import Steps, adrive, drive
 from .errors import LedgerError
 from .ledger import LedgerKey, LedgerRecord, record_from_row
 from .result import ToolResult
@@ -32,35 +44,98 @@ CREATE TABLE IF NOT EXISTS toolwire_ledger (
     started_at      DOUBLE PRECISION NOT NULL,
     completed_at    DOUBLE PRECISION,
     pid             INTEGER,
+    claim_token     TEXT,
     PRIMARY KEY (conversation_id, call_key)
 )
 """
+# a table created before the claim token existed gets the column (without the ALTER's exclusive lock when it has it)
+_HAS_TOKEN = ("SELECT 1 FROM pg_attribute WHERE attrelid = 'toolwire_ledger'::regclass AND attname = 'claim_token'"
+              " AND NOT attisdropped")
+_ADD_TOKEN = "ALTER TABLE toolwire_ledger ADD COLUMN IF NOT EXISTS claim_token TEXT"
 # serializes concurrent CREATE TABLE IF NOT EXISTS (which can otherwise fail with a unique violation)
 _SCHEMA_LOCK_ID = 0x746F6F6C77697265  # "toolwire"
 
-_SELECT = ("SELECT status, fingerprint, result, started_at, completed_at FROM toolwire_ledger"
+_CLAIM = ("INSERT INTO toolwire_ledger (conversation_id, call_key, status, fingerprint, started_at, pid, claim_token)"
+          " VALUES (%s, %s, 'started', %s, %s, %s, %s) ON CONFLICT (conversation_id, call_key) DO NOTHING")
+_SELECT = ("SELECT status, fingerprint, result, started_at, completed_at, claim_token FROM toolwire_ledger"
            " WHERE conversation_id = %s AND call_key = %s")
+_COMPLETE = ("UPDATE toolwire_ledger SET status = 'completed', result = %s, completed_at = %s"
+             " WHERE conversation_id = %s AND call_key = %s AND status = 'started'")
+_PURGE = "DELETE FROM toolwire_ledger WHERE status = 'completed' AND completed_at IS NOT NULL AND completed_at < %s"
+
+#: the first pause before retrying an operation the server did not answer, doubled each time up to the cap
+_RETRY_FIRST = 0.05
+_RETRY_CAP = 1.0
+#: the longest one attempt waits for a pooled connection, and the longest a pool retries one lost connection in
+#: the background before the next attempt asks for a new one: while the server is unreachable a connection is
+#: tried every second or two, so a restarted server is used again within about that long
+_RECONNECT = 2.0
 
 #: pools inherited through fork: never used, closed or collected in the child (closing one there would end the
 #: parent's server sessions, whose sockets the child shares)
 _abandoned: list[Any] = []
 
 
+class _Attempt(NamedTuple):
+    """A request of ``PostgresLedger._operation``: run ``steps`` on a pooled connection."""
+
+    steps: Steps[Any]
+    deadline: float
+
+    def wait(self) -> float:
+        """Seconds this attempt may wait for a connection: what is left until the deadline (a little at least, so
+        the pool answers at once), at most ``_RECONNECT``."""
+        return min(max(self.deadline - time.monotonic(), 0.001), _RECONNECT)
+
+
+class _Pause(NamedTuple):
+    """A request of ``PostgresLedger._operation``: sleep before the next attempt."""
+
+    seconds: float
+
+
 class PostgresLedger:
     """A ledger in one PostgreSQL table (``toolwire_ledger``, created if missing), safe across threads, processes
     and hosts.
 
-    ``dsn``: a libpq connection string or URL. ``pool_size``: the most connections this process holds (a
-    ``psycopg_pool.ConnectionPool``, shared by threads). ``timeout``: seconds to wait for a connection (and the
-    connect timeout of each one).
+    ``dsn``: a libpq connection string or URL. ``pool_size``: the most connections this process holds per pool
+    (a ``psycopg_pool.ConnectionPool`` shared by threads, and one ``AsyncConnectionPool`` per event loop that
+    uses the async methods). ``timeout``: seconds an operation may take to reach the server, retries included
+    (also each connection's connect timeout).
 
-    The claim is one ``INSERT … ON CONFLICT (conversation_id, call_key) DO NOTHING`` in a transaction, then the
-    existing row when the insert did nothing: of any number of processes racing on one key, exactly one claims
-    it. ``complete`` updates only a ``started`` row. Results are stored as msgspec JSON in a ``bytea`` column.
-    Every failure (server unreachable, a query that fails, a row that cannot be read) is a ``LedgerError``.
+    The claim is one ``INSERT … ON CONFLICT (conversation_id, call_key) DO NOTHING``, then the existing row when
+    the insert did nothing: of any number of processes racing on one key, exactly one claims it. ``complete``
+    updates only a ``started`` row. Results are stored as msgspec JSON in a ``bytea`` column. Each statement
+    commits on its own (the connections are in autocommit mode).
 
-    The pool is opened per process: a ledger inherited through ``fork`` opens its own in the child and never
-    touches the parent's. ``close()`` closes this process's pool (it is reopened on next use).
+    Async twins: ``aclaim``, ``acomplete`` and ``aget`` (the optional ``AsyncLedger`` part of the protocol, which
+    ``Dispatcher.arun`` awaits) run the same SQL with the same answers and errors through psycopg's async API, on
+    an ``AsyncConnectionPool`` of the running event loop (opened there on first use, one per loop and process).
+    The pool is closed when its loop ends under ``asyncio.run`` (which cancels the loop's tasks) or by ``await
+    aclose()``; one whose loop was closed otherwise is dropped at the next use.
+
+    A server restart (or any lost connection) is survived: the pools check each connection before handing it out
+    (a broken one is discarded and replaced), and an operation that fails on the connection (an
+    ``OperationalError``: connection lost, server shutting down or starting, no connection within the time) is
+    retried after a short pause (50 ms, doubling up to 1 s) until ``timeout`` seconds have passed since it began;
+    only then is it a ``LedgerError``. While the server is unreachable a new connection is tried every second or
+    two, so a restarted server is used again within about two seconds. Each retry is logged (``ledger.retry``). A failure that is not about the connection (a value the server refuses, a
+    row that cannot be read) is a ``LedgerError`` at once. A retry cannot always know whether the failed attempt
+    was committed before its reply was lost, so:
+
+    * each claim writes a fresh random ``claim_token`` with its row; a retried claim that finds the row holding
+      its own token knows the row is its own and answers None (claimed), never "started by someone else" (which
+      the dispatcher would answer ``outcome_unknown`` for a claim that is in fact ours). The column is added to
+      an existing table when the ledger opens (``ALTER TABLE … ADD COLUMN IF NOT EXISTS``; rows written before
+      have none, which no token matches);
+    * a retried ``complete`` that finds the row already completed with exactly the result it was storing has
+      succeeded (its first attempt committed); any other state is still a ``LedgerError``.
+
+    Every failure is a ``LedgerError`` (never a psycopg exception). The constructor creates or upgrades the table
+    in one attempt: a server that cannot be reached then is a ``LedgerError`` at once.
+
+    The pools are opened per process: a ledger inherited through ``fork`` opens its own in the child and never
+    touches the parent's. ``close()`` closes this process's sync pool (it is reopened on next use).
     """
 
     def __init__(self, dsn: str, *, pool_size: int = 4, timeout: float = 30.0) -> None:
@@ -77,6 +152,8 @@ class PostgresLedger:
         self._psycopg = psycopg
         self._pool_mod = psycopg_pool
         self._errors: tuple[type[BaseException], ...] = (psycopg.Error, OSError)
+        #: failures of the connection rather than of the statement: retried until the deadline
+        self._transient: tuple[type[BaseException], ...] = (psycopg.OperationalError, OSError)
         self.dsn = dsn
         self.pool_size = pool_size
         self.timeout = float(timeout)
@@ -84,6 +161,8 @@ class PostgresLedger:
         self._lock = threading.Lock()
         self._pool: Any = None
         self._pid: int | None = None
+        self._apools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
+        self._apid: int | None = None
         self._connect_kwargs = {"autocommit": True, "connect_timeout": max(2, math.ceil(self.timeout))}
         self._create_schema()
 
@@ -94,31 +173,92 @@ class PostgresLedger:
                 with conn.transaction():
                     conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK_ID,))
                     conn.execute(_SCHEMA)
+                    if conn.execute(_HAS_TOKEN).fetchone() is None:
+                        conn.execute(_ADD_TOKEN)
         except self._errors as exc:
             raise LedgerError(f"cannot open ledger {self._where}: {_reason(exc)}") from exc
 
-    def _connection(self) -> Any:
-        """This process's pool's connection context (the pool is opened here, once per process)."""
+    def _pool_options(self, pool_class: Any) -> dict[str, Any]:
+        """The options of every pool: the same size, waits and connection settings, and a check of each
+        connection before it is handed out (a connection a restart broke is discarded, not used)."""
+        return dict(min_size=1, max_size=self.pool_size, timeout=self.timeout, kwargs=dict(self._connect_kwargs),
+                    open=False, name="toolwire-ledger", check=pool_class.check_connection,
+                    reconnect_timeout=min(self.timeout, _RECONNECT))
+
+    def _sync_pool(self) -> Any:
+        """This process's sync pool (opened here, once per process)."""
         pid = os.getpid()
         with self._lock:
             if self._pool is None or self._pid != pid:
                 if self._pool is not None:
                     _abandoned.append(self._pool)
                     self._pool = None
-                self._pool = self._pool_mod.ConnectionPool(
-                    self.dsn, min_size=1, max_size=self.pool_size, timeout=self.timeout,
-                    kwargs=dict(self._connect_kwargs), open=True, name="toolwire-ledger")
-                self._pid = pid
-            pool = self._pool
-        return pool.connection(timeout=self.timeout)
+                pool = self._pool_mod.ConnectionPool(self.dsn, **self._pool_options(self._pool_mod.ConnectionPool))
+                pool.open()
+                self._pool, self._pid = pool, pid
+            return self._pool
+
+    def _loop_pool(self) -> Any:
+        """The running event loop's async pool in this process (created here; opened by its first user), with
+        the task that closes it when the loop ends (see ``_close_with_loop``)."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            self._forget_loop_pools()
+            entry = self._apools.get(loop)
+            if entry is None:
+                pool = self._pool_mod.AsyncConnectionPool(
+                    self.dsn, **self._pool_options(self._pool_mod.AsyncConnectionPool))
+                closer = loop.create_task(self._close_with_loop(loop, pool), name="toolwire-ledger-pool-closer")
+                entry = self._apools[loop] = (pool, closer)
+            return entry[0]
+
+    async def _close_with_loop(self, loop: asyncio.AbstractEventLoop, pool: Any) -> None:
+        """Wait, as long as the loop runs, to close ``pool``: when ``asyncio.run`` ends it cancels every task of
+        the loop, this one included. Without it a pool worker busy connecting at that moment takes the
+        cancellation as a failed connection and waits for more work, and ``asyncio.run`` never returns."""
+        try:
+            await loop.create_future()  # never set: this waits until the task is cancelled
+        finally:
+            with self._lock:
+                if self._apools.get(loop, (None,))[0] is pool:
+                    del self._apools[loop]
+            try:
+                await pool.close()  # tells every worker to stop, including one that ignored the cancellation
+            except asyncio.CancelledError:  # a worker that was cancelled: the others were told to stop all the same
+                pass
+
+    def _forget_loop_pools(self) -> None:
+        """Under the lock: drop the async pools of closed loops (a loop closed without the ``asyncio.run``
+        ending that closes its pool: its connections end when the pool is collected), and abandon those
+        inherited through fork."""
+        pid = os.getpid()
+        if self._apid != pid:
+            _abandoned.extend(self._apools.values())
+            self._apools = weakref.WeakKeyDictionary()
+            self._apid = pid
+        for dead in [loop for loop in self._apools if loop.is_closed()]:
+            del self._apools[dead]
 
     def close(self) -> None:
-        """Close this process's pool (it is reopened on next use)."""
+        """Close this process's sync pool (it is reopened on next use) and drop the async pools of event loops
+        that have closed (``aclose`` closes the running loop's)."""
         with self._lock:
+            self._forget_loop_pools()
             pool, pid = self._pool, self._pid
             self._pool = None
         if pool is not None and pid == os.getpid():
             pool.close()
+
+    async def aclose(self) -> None:
+        """Close the running event loop's async pool (another is opened on next use)."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            self._forget_loop_pools()
+            entry = self._apools.pop(loop, None)
+        if entry is not None:
+            pool, closer = entry
+            closer.cancel()
+            await pool.close()
 
     def __enter__(self) -> "PostgresLedger":
         return self
@@ -126,51 +266,82 @@ class PostgresLedger:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # ---- protocol -------------------------------------------------------------------------------------
-    def claim(self, key: LedgerKey, fingerprint: str = "") -> LedgerRecord | None:
-        try:
-            with self._connection() as conn:
-                for _ in range(3):  # a completed row purged between the insert and the select: claim again
-                    with conn.transaction():
-                        cur = conn.execute(
-                            "INSERT INTO toolwire_ledger (conversation_id, call_key, status, fingerprint, started_at,"
-                            " pid) VALUES (%s, %s, 'started', %s, %s, %s)"
-                            " ON CONFLICT (conversation_id, call_key) DO NOTHING",
-                            (key.conversation_id, key.call_key, fingerprint, time.time(), os.getpid()))
-                        if cur.rowcount == 1:
-                            return None
-                        row = conn.execute(_SELECT, (key.conversation_id, key.call_key)).fetchone()
-                    if row is not None:
-                        break
-        except self._errors as exc:
-            raise LedgerError(f"ledger claim failed for {key!r}: {_reason(exc)}") from exc
-        return self._record(key, row)
+    async def __aenter__(self) -> "PostgresLedger":
+        return self
 
-    def complete(self, key: LedgerKey, result: ToolResult) -> None:
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # ---- performing steps -----------------------------------------------------------------------------
+    def _perform(self, request: _Attempt | _Pause) -> Any:
+        if isinstance(request, _Pause):
+            return time.sleep(request.seconds)
+        with self._sync_pool().connection(timeout=request.wait()) as conn:
+            return drive(request.steps, functools.partial(_execute, conn))
+
+    async def _aperform(self, request: _Attempt | _Pause) -> Any:
+        if isinstance(request, _Pause):
+            return await asyncio.sleep(request.seconds)
+        pool = self._loop_pool()
+        await pool.open()  # once per pool; later calls return at once
+        async with pool.connection(timeout=request.wait()) as conn:
+            return await adrive(request.steps, functools.partial(_aexecute, conn))
+
+    def _operation(self, op: str, key: LedgerKey | None, make_steps: Callable[[bool], Steps[Any]]) -> Steps[Any]:
+        """One ledger operation: ``make_steps(retried)`` run in attempts until one is answered (see the class
+        docstring); every failure is a ``LedgerError`` naming ``op`` and ``key``."""
+        deadline = time.monotonic() + self.timeout
+        try:
+            for attempt in itertools.count():
+                try:
+                    return (yield _Attempt(make_steps(attempt > 0), deadline))
+                except self._transient as exc:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise
+                    pause = min(_RETRY_FIRST * 2 ** min(attempt, 8), _RETRY_CAP, left)
+                    _log.emit(_log.WARNING, "ledger.retry", ledger=self._where, op=op, attempt=attempt + 1,
+                              delay=round(pause, 3), error=_reason(exc))
+                    yield _Pause(pause)
+        except self._errors as exc:
+            where = "" if key is None else f" for {key!r}"
+            raise LedgerError(f"ledger {op} failed{where}: {_reason(exc)}") from exc
+
+    # ---- protocol -------------------------------------------------------------------------------------
+    def _claim(self, key: LedgerKey, fingerprint: str) -> Steps[LedgerRecord | None]:
+        token = uuid.uuid4().hex  # one per claim, the same in each of its attempts
+        return self._operation("claim", key, lambda retried: _claim_steps(key, fingerprint, token))
+
+    def _complete(self, key: LedgerKey, result: ToolResult) -> Steps[None]:
         try:
             blob = msgspec.json.encode(result)
         except (TypeError, ValueError, OverflowError, RecursionError) as exc:
             raise LedgerError(f"ledger complete failed for {key!r}: the result cannot be stored ({exc})") from exc
-        try:
-            with self._connection() as conn:
-                with conn.transaction():
-                    cur = conn.execute(
-                        "UPDATE toolwire_ledger SET status = 'completed', result = %s, completed_at = %s"
-                        " WHERE conversation_id = %s AND call_key = %s AND status = 'started'",
-                        (blob, time.time(), key.conversation_id, key.call_key))
-                    updated = cur.rowcount == 1
-        except self._errors as exc:
-            raise LedgerError(f"ledger complete failed for {key!r}: {_reason(exc)}") from exc
-        if not updated:
-            raise LedgerError(f"cannot complete {key!r}: it is not started")
+        return self._operation("complete", key, lambda retried: _complete_steps(key, blob, retried))
+
+    def _get(self, key: LedgerKey) -> Steps[LedgerRecord | None]:
+        return self._operation("read", key, lambda retried: _get_steps(key))
+
+    def claim(self, key: LedgerKey, fingerprint: str = "") -> LedgerRecord | None:
+        return drive(self._claim(key, fingerprint), self._perform)
+
+    def complete(self, key: LedgerKey, result: ToolResult) -> None:
+        drive(self._complete(key, result), self._perform)
 
     def get(self, key: LedgerKey) -> LedgerRecord | None:
-        try:
-            with self._connection() as conn:
-                row = conn.execute(_SELECT, (key.conversation_id, key.call_key)).fetchone()
-        except self._errors as exc:
-            raise LedgerError(f"ledger read failed for {key!r}: {_reason(exc)}") from exc
-        return None if row is None else self._record(key, row)
+        return drive(self._get(key), self._perform)
+
+    async def aclaim(self, key: LedgerKey, fingerprint: str = "") -> LedgerRecord | None:
+        """``claim`` without blocking the event loop."""
+        return await adrive(self._claim(key, fingerprint), self._aperform)
+
+    async def acomplete(self, key: LedgerKey, result: ToolResult) -> None:
+        """``complete`` without blocking the event loop."""
+        await adrive(self._complete(key, result), self._aperform)
+
+    async def aget(self, key: LedgerKey) -> LedgerRecord | None:
+        """``get`` without blocking the event loop."""
+        return await adrive(self._get(key), self._aperform)
 
     # ---- maintenance ----------------------------------------------------------------------------------
     def purge_completed(self, older_than_seconds: float) -> int:
@@ -178,30 +349,66 @@ class PostgresLedger:
 
         ``started`` rows are never deleted: a claim whose outcome is unknown, and a consumed approval (claimed,
         never completed), must keep refusing to run again. A purged key can be claimed, and run, again: choose
-        ``older_than_seconds`` longer than any retry or re-dispatch of the same call can come.
+        ``older_than_seconds`` longer than any retry or re-dispatch of the same call can come. (When a connection
+        was lost after the server deleted rows, the retry does not count those.)
         """
         if not isinstance(older_than_seconds, (int, float)) or isinstance(older_than_seconds, bool) \
                 or not older_than_seconds >= 0 or math.isinf(older_than_seconds):
             raise LedgerError(f"older_than_seconds must be a non-negative number, got {older_than_seconds!r}")
-        try:
-            with self._connection() as conn:
-                with conn.transaction():
-                    cur = conn.execute(
-                        "DELETE FROM toolwire_ledger WHERE status = 'completed' AND completed_at IS NOT NULL"
-                        " AND completed_at < %s", (time.time() - older_than_seconds,))
-                    return cur.rowcount
-        except self._errors as exc:
-            raise LedgerError(f"ledger purge failed: {_reason(exc)}") from exc
-
-    # ---- helpers --------------------------------------------------------------------------------------
-    @staticmethod
-    def _record(key: LedgerKey, row: tuple | None) -> LedgerRecord:
-        if row is None:
-            raise LedgerError(f"ledger row for {key!r} disappeared while it was claimed")
-        return record_from_row(key, row)
+        return drive(self._operation("purge", None, lambda retried: _purge_steps(older_than_seconds)),
+                     self._perform)
 
     def __repr__(self) -> str:
         return f"PostgresLedger({self._where})"
+
+
+# ---- the operations' steps: SQL to run, and what each answer means ----------------------------------------------
+# Each yields (sql, params) and receives (rowcount, first row or None).
+
+
+def _claim_steps(key: LedgerKey, fingerprint: str, token: str) -> Steps[LedgerRecord | None]:
+    where = (key.conversation_id, key.call_key)
+    for _ in range(3):  # a completed row purged between the insert and the select: claim again
+        inserted, _row = yield _CLAIM, (*where, fingerprint, time.time(), os.getpid(), token)
+        if inserted == 1:
+            return None
+        _count, row = yield _SELECT, where
+        if row is not None:
+            # our own token: an earlier attempt of this claim inserted the row, and its reply was lost
+            return None if row[5] == token else record_from_row(key, row[:5])
+    raise LedgerError(f"ledger row for {key!r} disappeared while it was claimed")
+
+
+def _complete_steps(key: LedgerKey, blob: bytes, retried: bool) -> Steps[None]:
+    where = (key.conversation_id, key.call_key)
+    updated, _row = yield _COMPLETE, (blob, time.time(), *where)
+    if updated == 1:
+        return
+    if retried:  # an earlier attempt may have committed this very completion before its reply was lost
+        _count, row = yield _SELECT, where
+        if row is not None and row[0] == "completed" and row[2] is not None and bytes(row[2]) == blob:
+            return
+    raise LedgerError(f"cannot complete {key!r}: it is not started")
+
+
+def _get_steps(key: LedgerKey) -> Steps[LedgerRecord | None]:
+    _count, row = yield _SELECT, (key.conversation_id, key.call_key)
+    return None if row is None else record_from_row(key, row[:5])
+
+
+def _purge_steps(older_than_seconds: float) -> Steps[int]:
+    deleted, _row = yield _PURGE, (time.time() - older_than_seconds,)
+    return deleted
+
+
+def _execute(conn: Any, step: tuple[str, tuple]) -> tuple[int, tuple | None]:
+    cur = conn.execute(*step)
+    return cur.rowcount, cur.fetchone() if cur.description is not None else None
+
+
+async def _aexecute(conn: Any, step: tuple[str, tuple]) -> tuple[int, tuple | None]:
+    cur = await conn.execute(*step)
+    return cur.rowcount, await cur.fetchone() if cur.description is not None else None
 
 
 def _describe(psycopg: Any, dsn: str) -> str:
