@@ -3,7 +3,9 @@
 ``start()`` creates a temporary data directory, runs ``initdb`` (as the ``postgres`` OS user when run as root,
 which PostgreSQL refuses), listens on a free port of 127.0.0.1 only (its unix socket inside the data directory),
 trusts local connections and waits until the server accepts them; it returns a ``Cluster`` whose ``url`` is the
-DSN and whose ``stop()`` stops the server (``pg_ctl stop -m fast``) and removes the directory.
+DSN and whose ``stop()`` stops the server (``pg_ctl stop -m fast``) and removes the directory. ``stop_server()``,
+``start_server()`` and ``restart()`` stop and start the server on the same data directory and port (for tests of
+a server that restarts under a running client).
 
 The binaries are looked up on PATH, then under ``/usr/lib/postgresql/*/bin`` (``make test`` installs them with apt
 when neither has them).
@@ -93,18 +95,55 @@ class Cluster:
     def url(self) -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
 
+    @property
+    def running(self) -> bool:
+        """True while a server runs on the data directory (its ``postmaster.pid`` exists)."""
+        return (self.datadir / "postmaster.pid").exists()
+
+    def stop_server(self, mode: str = "fast") -> None:
+        """Stop the server, keeping the data directory: ``fast`` (sessions are ended, then a clean shutdown) or
+        ``immediate`` (every process quits at once, like a crash; the next start recovers from the WAL)."""
+        if mode not in ("fast", "immediate"):
+            raise ValueError(f"mode must be 'fast' or 'immediate', got {mode!r}")
+        _run([str(self.bindir / "pg_ctl"), "stop", "-D", str(self.datadir), "-m", mode, "-w", "-t", "30"],
+             timeout=60)
+
+    def start_server(self, *, timeout: float = 60.0) -> None:
+        """Start the server on the same data directory and port, and wait until it accepts connections."""
+        self._launch(timeout)
+        self._wait_accepting(timeout)
+
+    def _launch(self, timeout: float) -> None:
+        _run([str(self.bindir / "pg_ctl"), "start", "-D", str(self.datadir), "-l", str(self.datadir / "server.log"),
+              "-w", "-t", str(int(timeout))], timeout=timeout + 10)
+
+    def _wait_accepting(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while not _accepts(self.port):
+            if time.monotonic() > deadline:
+                raise ClusterError(f"the cluster on port {self.port} does not accept connections")
+            time.sleep(0.1)
+
+    def restart(self, mode: str = "fast") -> None:
+        """``stop_server(mode)`` then ``start_server()``: every session of the old server is gone."""
+        self.stop_server(mode)
+        self.start_server()
+
     def stop(self) -> None:
         """Stop the server (fast shutdown) and remove the data directory."""
         try:
-            if (self.datadir / "postmaster.pid").exists():
-                _run([str(self.bindir / "pg_ctl"), "stop", "-D", str(self.datadir), "-m", "fast", "-w", "-t", "30"],
-                     timeout=60)
+            if self.running:
+                self.stop_server("fast")
         finally:
             shutil.rmtree(self.datadir, ignore_errors=True)
 
 
-def start(*, timeout: float = 60.0) -> Cluster:
-    """Start a private cluster on a free port of 127.0.0.1 and wait until it accepts connections."""
+def start(*, timeout: float = 60.0, durable: bool = False) -> Cluster:
+    """Start a private cluster on a free port of 127.0.0.1 and wait until it accepts connections.
+
+    By default commits are not flushed to disk (fast, and enough while the server is only ever stopped cleanly);
+    ``durable=True`` keeps PostgreSQL's defaults (``fsync``, ``synchronous_commit``), so a committed row survives
+    ``stop_server("immediate")``, as it would a crash."""
     bindir = find_bindir()
     datadir = Path(tempfile.mkdtemp(prefix="toolwire-pg-"))
     cluster = None
@@ -117,21 +156,18 @@ def start(*, timeout: float = 60.0) -> Cluster:
             port = _free_port()
             with open(datadir / "postgresql.auto.conf", "a", encoding="utf-8") as conf:
                 conf.write(f"listen_addresses = '127.0.0.1'\nport = {port}\nunix_socket_directories = '{datadir}'\n"
-                           "max_connections = 200\nfsync = off\nsynchronous_commit = off\nfull_page_writes = off\n")
+                           "max_connections = 200\n")
+                if not durable:
+                    conf.write("fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n")
             cluster = Cluster(datadir, port, bindir)
             try:
-                _run([str(bindir / "pg_ctl"), "start", "-D", str(datadir), "-l", str(datadir / "server.log"),
-                      "-w", "-t", str(int(timeout))], timeout=timeout + 10)
+                cluster._launch(timeout)
             except ClusterError:
                 if attempt == 2:
                     raise
                 continue
             break
-        deadline = time.monotonic() + timeout
-        while not _accepts(cluster.port):
-            if time.monotonic() > deadline:
-                raise ClusterError(f"the cluster on port {cluster.port} does not accept connections")
-            time.sleep(0.1)
+        cluster._wait_accepting(timeout)
         return cluster
     except BaseException as exc:
         log = datadir / "server.log"
