@@ -229,7 +229,8 @@ class _Supervisor:
                 continue
             for _id, _kind, pid, conversation, _at in self.effects.rows(seen_effect):
                 seen_effect = _id
-                if self.rng.random() < 0.5:
+                # the first effect always, then half of them: every killed run has a kill inside a write
+                if not any(k.in_write for k in self.kills) or self.rng.random() < 0.5:
                     victim = next((w for w in self.workers if w.proc is not None and w.proc.pid == pid), None)
                     if victim is not None:
                         self.kill(victim, in_write=True, conversation_id=conversation)
