@@ -7,10 +7,11 @@ server) or ``TOOLWIRE_PG_DSN`` is set, PostgreSQL.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import time
-from typing import Any
+from typing import Any, Iterator
 
 import toolwire
 from toolwire import LedgerKey, ResultKind, ToolResult
@@ -37,20 +38,27 @@ def rates(n: int = 2000) -> dict[str, float | str]:
         sqlite = toolwire.SQLiteLedger(os.path.join(tmp, "l.db"))
         out["sqlite"] = _rate(sqlite, n, "s")
         sqlite.close()
-    cluster = None
     try:
-        dsn = os.environ.get("TOOLWIRE_PG_DSN")
-        if not dsn:
-            from tests import pg_cluster
-
-            cluster = pg_cluster.start()
-            dsn = cluster.url
-        pg = toolwire.PostgresLedger(dsn)
-        out["postgresql"] = _rate(pg, n, f"p{time.time_ns()}")
-        pg.close()
+        with postgres() as dsn:
+            pg = toolwire.PostgresLedger(dsn)
+            out["postgresql"] = _rate(pg, n, f"p{time.time_ns()}")
+            pg.close()
     except Exception as exc:  # noqa: BLE001 - the bench reports what it could not measure
         out["postgresql"] = f"not measured ({type(exc).__name__}: {str(exc)[:80]})"
-    finally:
-        if cluster is not None:
-            cluster.stop()
     return out
+
+
+@contextlib.contextmanager
+def postgres() -> Iterator[str]:
+    """A PostgreSQL DSN: ``TOOLWIRE_PG_DSN``, else the test cluster started for the block (stopped after it)."""
+    dsn = os.environ.get("TOOLWIRE_PG_DSN")
+    if dsn:
+        yield dsn
+        return
+    from tests import pg_cluster
+
+    cluster = pg_cluster.start()
+    try:
+        yield cluster.url
+    finally:
+        cluster.stop()

@@ -10,7 +10,6 @@ not a model's latency.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 __all__ = ["rates", "SCENARIOS"]
@@ -23,30 +22,23 @@ def rates(workers: tuple[int, ...] = (1, 2, 4, 8), rounds: int = 2) -> dict[str,
     """Conversations per second for each worker count, and each as a ratio to one worker."""
     from toolwire.harness.workers import run_workers
 
-    cluster = None
+    from .ledger_rate import postgres
+
     out: dict[str, Any] = {}
     try:
-        dsn = os.environ.get("TOOLWIRE_PG_DSN")
-        if not dsn:
-            from tests import pg_cluster
-
-            cluster = pg_cluster.start()
-            dsn = cluster.url
-        for n in workers:
-            report = run_workers(n, dsn, scenarios=SCENARIOS, rounds=rounds)
-            bad = [r for r in report.runs if r.error]
-            if bad:
-                raise RuntimeError(f"{len(bad)} conversations failed: {bad[0].error}")
-            out[str(n)] = {"conversations": len(report.runs), "seconds": report.busy_seconds,
-                           "per_s": len(report.runs) / report.busy_seconds}
+        with postgres() as dsn:
+            for n in workers:
+                report = run_workers(n, dsn, scenarios=SCENARIOS, rounds=rounds)
+                bad = [r for r in report.runs if r.error]
+                if bad:
+                    raise RuntimeError(f"{len(bad)} conversations failed: {bad[0].error}")
+                out[str(n)] = {"conversations": len(report.runs), "seconds": report.busy_seconds,
+                               "per_s": len(report.runs) / report.busy_seconds}
         base = out[str(workers[0])]["per_s"]
         for v in out.values():
             v["ratio"] = v["per_s"] / base
     except Exception as exc:  # noqa: BLE001 - the bench reports what it could not measure
-        out["error"] = f"not measured ({type(exc).__name__}: {str(exc)[:200]})"
-    finally:
-        if cluster is not None:
-            cluster.stop()
+        out = {"error": f"not measured ({type(exc).__name__}: {str(exc)[:200]})"}
     return out
 
 

@@ -83,17 +83,22 @@ def _one(sim: Any, base_url: str, provider: str, scenario: str, lang: str, workd
                    requests=len(sim.requests))
 
 
-def run_demo(providers: Sequence[str] = PROVIDERS, scenarios: Sequence[str] = SCENARIO_NAMES, lang: str = "en",
-             on_run: Callable[[DemoRun], None] | None = None) -> list[DemoRun]:
-    """Run every scenario for every provider against a simulated provider started for the purpose."""
-    from ..sim import SimProvider
-
+def check_selection(providers: Sequence[str], scenarios: Sequence[str]) -> None:
+    """``UsageError`` for a provider or a scenario the demo does not know."""
     for p in providers:
         if p not in PROVIDERS:
             raise UsageError(f"unknown provider {p!r}")
     for s in scenarios:
         if s not in SCENARIO_NAMES:
             raise UsageError(f"unknown scenario {s!r}; expected one of: {', '.join(SCENARIO_NAMES)}")
+
+
+def run_demo(providers: Sequence[str] = PROVIDERS, scenarios: Sequence[str] = SCENARIO_NAMES, lang: str = "en",
+             on_run: Callable[[DemoRun], None] | None = None) -> list[DemoRun]:
+    """Run every scenario for every provider against a simulated provider started for the purpose."""
+    from ..sim import SimProvider
+
+    check_selection(providers, scenarios)
     runs: list[DemoRun] = []
     sim = SimProvider()
     with tempfile.TemporaryDirectory(prefix="toolwire-demo-") as tmp, sim.serve() as base_url:

@@ -37,7 +37,7 @@ import msgspec
 
 from ..codecs import PROVIDERS
 from ..errors import ToolwireError, UsageError
-from .demo import _MODELS, DEMO_RETRY, SCENARIO_NAMES, DemoRun, _fault_plan, print_run, runs_to_json
+from .demo import _MODELS, DEMO_RETRY, SCENARIO_NAMES, DemoRun, _fault_plan, check_selection, print_run, runs_to_json
 from .demo_tools import EffectLog
 
 __all__ = ["Kill", "WorkerRun", "WorkersError", "WorkersReport", "run_workers", "print_report", "report_to_json"]
@@ -307,12 +307,7 @@ def run_workers(workers: int = 4, database: str | None = None, *, kill_every: fl
         raise UsageError(f"concurrency must be between 1 and 256, got {concurrency!r}")
     if lang not in LOCALES:
         raise UsageError(f"unknown language {lang!r}; expected one of: {', '.join(LOCALES)}")
-    for p in providers:
-        if p not in PROVIDERS:
-            raise UsageError(f"unknown provider {p!r}")
-    for s in scenarios:
-        if s not in SCENARIO_NAMES:
-            raise UsageError(f"unknown scenario {s!r}; expected one of: {', '.join(SCENARIO_NAMES)}")
+    check_selection(providers, scenarios)
     from ..sim import SCENARIOS
 
     run_id = uuid.uuid4().hex[:10]
