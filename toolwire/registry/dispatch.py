@@ -799,7 +799,7 @@ class Dispatcher:
                   call_id=call.call_id, local_id=call.local_id, name=tool.name, op=op,
                   error=f"{type(exc).__name__}: {_short(exc, 200)}")
         text = (f"Not run: {tool.name} changes state and its idempotency ledger is unavailable, so it was not "
-                "started.") if op == "claim" else (f"Not run: the approval of {tool.name} could not be recorded "
+                "run.") if op == "claim" else (f"Not run: the approval of {tool.name} could not be recorded "
                                                    "because the ledger is unavailable.")
         if p.rec is not None and p.rec.state is CallState.DISPATCHED:
             self._answer(p, self._result(call, K.NOT_RUN, text))

@@ -12,12 +12,17 @@ wraps each in the retries that carry it over a server restart.
 from __future__ import annotations
 
 import asyncio
+import collections
 import functools
+import heapq
 import itertools
 import math
 import os
+import re
+import socket
 import threading
 import time
+import urllib.parse
 import uuid
 import weakref
 from typing import Any, Callable, NamedTuple
@@ -49,8 +54,9 @@ CREATE TABLE IF NOT EXISTS toolwire_ledger (
 )
 """
 # a table created before the claim token existed gets the column (without the ALTER's exclusive lock when it has it)
-_HAS_TOKEN = ("SELECT 1 FROM pg_attribute WHERE attrelid = 'toolwire_ledger'::regclass AND attname = 'claim_token'"
+_HAS_TOKEN = ("SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('toolwire_ledger') AND attname = 'claim_token'"
               " AND NOT attisdropped")
+_HAS_TABLE = "SELECT to_regclass('toolwire_ledger') IS NOT NULL"
 _ADD_TOKEN = "ALTER TABLE toolwire_ledger ADD COLUMN IF NOT EXISTS claim_token TEXT"
 # serializes concurrent CREATE TABLE IF NOT EXISTS (which can otherwise fail with a unique violation)
 _SCHEMA_LOCK_ID = 0x746F6F6C77697265  # "toolwire"
@@ -61,6 +67,8 @@ _SELECT = ("SELECT status, fingerprint, result, started_at, completed_at, claim_
            " WHERE conversation_id = %s AND call_key = %s")
 _COMPLETE = ("UPDATE toolwire_ledger SET status = 'completed', result = %s, completed_at = %s"
              " WHERE conversation_id = %s AND call_key = %s AND status = 'started'")
+_RELEASE = ("DELETE FROM toolwire_ledger WHERE conversation_id = %s AND call_key = %s AND claim_token = %s"
+            " AND status = 'started'")
 _PURGE = "DELETE FROM toolwire_ledger WHERE status = 'completed' AND completed_at IS NOT NULL AND completed_at < %s"
 
 #: the first pause before retrying an operation the server did not answer, doubled each time up to the cap
@@ -70,6 +78,15 @@ _RETRY_CAP = 1.0
 #: the background before the next attempt asks for a new one: while the server is unreachable a connection is
 #: tried every second or two, so a restarted server is used again within about that long
 _RECONNECT = 2.0
+
+#: how long a failed claim tries to remove its own row (a committed insert whose reply was lost)
+_RELEASE_WAIT = 0.3
+_UNRELEASED_MAX = 10_000
+#: how long past an operation's deadline a connection that has not answered is shut down (the server's
+#: statement_timeout, equal to the ledger's timeout, normally ends a slow statement first)
+_HARD_SLACK = 0.5
+#: the longest the check of a pooled connection may wait for the server (a frozen server would hold it forever)
+_CHECK_LIMIT = 0.5
 
 #: pools inherited through fork: never used, closed or collected in the child (closing one there would end the
 #: parent's server sessions, whose sockets the child shares)
@@ -81,6 +98,11 @@ class _Attempt(NamedTuple):
 
     steps: Steps[Any]
     deadline: float
+
+    def hard_limit(self) -> float:
+        """Seconds after which this attempt's connection is shut down if the server has not answered: past the
+        deadline, with the slack the server's own statement timeout needs to answer first."""
+        return max(self.deadline - time.monotonic(), 0.0) + _HARD_SLACK
 
     def wait(self) -> float:
         """Seconds this attempt may wait for a connection: what is left until the deadline (a little at least, so
@@ -146,12 +168,13 @@ class PostgresLedger:
             raise LedgerError(f"{_INSTALL_HINT} ({exc})") from exc
         if not isinstance(pool_size, int) or isinstance(pool_size, bool) or pool_size < 1:
             raise LedgerError(f"pool_size must be a positive int, got {pool_size!r}")
-        if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not timeout > 0 \
-                or math.isinf(timeout):
+        if not _finite(timeout) or not timeout > 0:
             raise LedgerError(f"timeout must be a positive number of seconds, got {timeout!r}")
         self._psycopg = psycopg
         self._pool_mod = psycopg_pool
-        self._errors: tuple[type[BaseException], ...] = (psycopg.Error, OSError)
+        _register_secrets(psycopg, dsn)
+        #: every failure that becomes a LedgerError (UnicodeError: text the server's encoding cannot hold)
+        self._errors: tuple[type[BaseException], ...] = (psycopg.Error, OSError, UnicodeError)
         #: failures of the connection rather than of the statement: retried until the deadline
         self._transient: tuple[type[BaseException], ...] = (psycopg.OperationalError, OSError)
         self.dsn = dsn
@@ -163,13 +186,37 @@ class PostgresLedger:
         self._pid: int | None = None
         self._apools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
         self._apid: int | None = None
+        #: failed claims whose rows may exist (committed, reply lost) and could not be removed yet
+        self._unreleased: collections.deque[tuple[LedgerKey, str]] = collections.deque(maxlen=_UNRELEASED_MAX)
         self._connect_kwargs = {"autocommit": True, "connect_timeout": max(2, math.ceil(self.timeout))}
         self._create_schema()
 
     # ---- connections ----------------------------------------------------------------------------------
     def _create_schema(self) -> None:
+        """Create or upgrade the table, within ``timeout`` (libpq's connect timeout is whole seconds, at least
+        two, and per host: the attempt runs on a thread that is abandoned, and ends on its own, past it)."""
+        box: list[BaseException | None] = []
+
+        def attempt() -> None:
+            try:
+                self._create_schema_now()
+                box.append(None)
+            except BaseException as exc:  # noqa: BLE001 - handed to the constructor's thread
+                box.append(exc)
+
+        worker = threading.Thread(target=attempt, name="toolwire-ledger-open", daemon=True)
+        worker.start()
+        worker.join(self.timeout + _HARD_SLACK)
+        if not box:
+            raise LedgerError(f"cannot open ledger {self._where}: no answer within {self.timeout:g} s")
+        if box[0] is not None:
+            raise box[0]
+
+    def _create_schema_now(self) -> None:
         try:
             with self._psycopg.connect(self.dsn, **self._connect_kwargs) as conn:
+                if conn.execute(_HAS_TABLE).fetchone()[0] and conn.execute(_HAS_TOKEN).fetchone() is not None:
+                    return  # nothing to create: a role that may only read and write rows can use the ledger
                 with conn.transaction():
                     conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK_ID,))
                     conn.execute(_SCHEMA)
@@ -181,9 +228,24 @@ class PostgresLedger:
     def _pool_options(self, pool_class: Any) -> dict[str, Any]:
         """The options of every pool: the same size, waits and connection settings, and a check of each
         connection before it is handed out (a connection a restart broke is discarded, not used)."""
+        is_async = pool_class is self._pool_mod.AsyncConnectionPool
         return dict(min_size=1, max_size=self.pool_size, timeout=self.timeout, kwargs=dict(self._connect_kwargs),
-                    open=False, name="toolwire-ledger", check=pool_class.check_connection,
-                    reconnect_timeout=min(self.timeout, _RECONNECT))
+                    open=False, name="toolwire-ledger", check=_acheck if is_async else _check,
+                    reconnect_timeout=min(self.timeout, _RECONNECT),
+                    configure=self._aconfigure if is_async else self._configure)
+
+    def _session_settings(self) -> tuple[str, tuple]:
+        """Statements and lock waits end on the server after ``timeout`` (a table locked by a migration, a
+        slow server): the operation then fails like a lost connection, within its deadline."""
+        ms = max(1, int(self.timeout * 1000))
+        return "SELECT set_config('statement_timeout', %s, false), set_config('lock_timeout', %s, false)", \
+            (f"{ms}ms", f"{ms}ms")
+
+    def _configure(self, conn: Any) -> None:
+        conn.execute(*self._session_settings())
+
+    async def _aconfigure(self, conn: Any) -> None:
+        await conn.execute(*self._session_settings())
 
     def _sync_pool(self) -> Any:
         """This process's sync pool (opened here, once per process)."""
@@ -277,7 +339,13 @@ class PostgresLedger:
         if isinstance(request, _Pause):
             return time.sleep(request.seconds)
         with self._sync_pool().connection(timeout=request.wait()) as conn:
-            return drive(request.steps, functools.partial(_execute, conn))
+            # a server that stops answering an open connection (a frozen host, a partition) would hold this
+            # thread forever: past the deadline the connection's socket is shut down, which fails the statement
+            guard = _WATCHDOG.arm(request.hard_limit(), conn)
+            try:
+                return drive(request.steps, functools.partial(_execute, conn))
+            finally:
+                guard.cancel()
 
     async def _aperform(self, request: _Attempt | _Pause) -> Any:
         if isinstance(request, _Pause):
@@ -285,7 +353,11 @@ class PostgresLedger:
         pool = self._loop_pool()
         await pool.open()  # once per pool; later calls return at once
         async with pool.connection(timeout=request.wait()) as conn:
-            return await adrive(request.steps, functools.partial(_aexecute, conn))
+            guard = asyncio.get_running_loop().call_later(request.hard_limit(), _shut_down, conn)
+            try:
+                return await adrive(request.steps, functools.partial(_aexecute, conn))
+            finally:
+                guard.cancel()
 
     def _operation(self, op: str, key: LedgerKey | None, make_steps: Callable[[bool], Steps[Any]]) -> Steps[Any]:
         """One ledger operation: ``make_steps(retried)`` run in attempts until one is answered (see the class
@@ -310,7 +382,36 @@ class PostgresLedger:
     # ---- protocol -------------------------------------------------------------------------------------
     def _claim(self, key: LedgerKey, fingerprint: str) -> Steps[LedgerRecord | None]:
         token = uuid.uuid4().hex  # one per claim, the same in each of its attempts
-        return self._operation("claim", key, lambda retried: _claim_steps(key, fingerprint, token))
+        if self._unreleased:
+            yield from self._release_pending()
+        try:
+            return (yield from self._operation("claim", key, lambda retried: _claim_steps(key, fingerprint, token)))
+        except GeneratorExit:
+            raise
+        except BaseException:
+            # the claim failed (or its task was cancelled), so the caller will not run the handler; but an attempt
+            # may have committed the row before its reply was lost: remove a row holding our token, or every later
+            # dispatch would answer outcome_unknown for a write that never ran. If the server cannot be reached
+            # now either, the row stays: the safe side (never a second effect).
+            try:
+                yield _Attempt(_release_steps(key, token), time.monotonic() + _RELEASE_WAIT)
+            except Exception:  # noqa: BLE001 - best effort; the claim's own failure is what the caller gets
+                with self._lock:  # tried again before this process's next claim
+                    self._unreleased.append((key, token))
+            raise
+
+    def _release_pending(self) -> Steps[None]:
+        """Remove the rows of failed claims whose removal failed too (the server was gone): before the next
+        claim, so the same call dispatched again in this process finds no row of ours and runs, once."""
+        with self._lock:
+            pending, self._unreleased = list(self._unreleased), collections.deque(maxlen=_UNRELEASED_MAX)
+        for i, (key, token) in enumerate(pending):
+            try:  # with the retries of any operation: a server that answers the claim answers this first
+                yield from self._operation("release", key, functools.partial(_released, key, token))
+            except Exception:  # noqa: BLE001 - still unreachable: keep them for the next claim
+                with self._lock:
+                    self._unreleased.extend(pending[i:])
+                return
 
     def _complete(self, key: LedgerKey, result: ToolResult) -> Steps[None]:
         try:
@@ -352,8 +453,7 @@ class PostgresLedger:
         ``older_than_seconds`` longer than any retry or re-dispatch of the same call can come. (When a connection
         was lost after the server deleted rows, the retry does not count those.)
         """
-        if not isinstance(older_than_seconds, (int, float)) or isinstance(older_than_seconds, bool) \
-                or not older_than_seconds >= 0 or math.isinf(older_than_seconds):
+        if not _finite(older_than_seconds) or not older_than_seconds >= 0:
             raise LedgerError(f"older_than_seconds must be a non-negative number, got {older_than_seconds!r}")
         return drive(self._operation("purge", None, lambda retried: _purge_steps(older_than_seconds)),
                      self._perform)
@@ -379,6 +479,15 @@ def _claim_steps(key: LedgerKey, fingerprint: str, token: str) -> Steps[LedgerRe
     raise LedgerError(f"ledger row for {key!r} disappeared while it was claimed")
 
 
+def _released(key: LedgerKey, token: str, _retried: bool) -> Steps[int]:
+    return _release_steps(key, token)
+
+
+def _release_steps(key: LedgerKey, token: str) -> Steps[int]:
+    deleted, _row = yield _RELEASE, (key.conversation_id, key.call_key, token)
+    return deleted
+
+
 def _complete_steps(key: LedgerKey, blob: bytes, retried: bool) -> Steps[None]:
     where = (key.conversation_id, key.call_key)
     updated, _row = yield _COMPLETE, (blob, time.time(), *where)
@@ -401,6 +510,102 @@ def _purge_steps(older_than_seconds: float) -> Steps[int]:
     return deleted
 
 
+class _Guard:
+    """One armed deadline. ``cancel`` waits for a shutdown in progress, so a connection handed back to its pool
+    is never shut down afterwards (one shut down before is discarded by the pool's check)."""
+
+    __slots__ = ("conn", "cancelled", "lock")
+
+    def __init__(self, conn: Any) -> None:
+        self.conn, self.cancelled, self.lock = conn, False, threading.Lock()
+
+    def cancel(self) -> None:
+        with self.lock:
+            self.cancelled = True
+
+    def fire(self) -> None:
+        with self.lock:
+            if not self.cancelled:
+                _shut_down(self.conn)
+
+
+class _Watchdog:
+    """One daemon thread that shuts down the connections whose time ran out (a thread per operation, as
+    ``threading.Timer`` would start, costs more than a claim on a fast server)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._heap: list[tuple[float, int, _Guard]] = []
+        self._seq = itertools.count()
+        self._thread: threading.Thread | None = None
+        self._pid = os.getpid()
+
+    def arm(self, seconds: float, conn: Any) -> _Guard:
+        guard = _Guard(conn)
+        with self._cond:
+            if self._thread is None or self._pid != os.getpid():  # started lazily, again in a forked child
+                self._heap, self._pid = [], os.getpid()
+                self._thread = threading.Thread(target=self._run, name="toolwire-ledger-watchdog", daemon=True)
+                self._thread.start()
+            heapq.heappush(self._heap, (time.monotonic() + seconds, next(self._seq), guard))
+            if self._heap[0][2] is guard:
+                self._cond.notify()
+        return guard
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while self._heap and self._heap[0][2].cancelled:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                due, _, guard = self._heap[0]
+                left = due - time.monotonic()
+                if left > 0:
+                    self._cond.wait(left)
+                    continue
+                heapq.heappop(self._heap)
+            guard.fire()
+
+
+_WATCHDOG = _Watchdog()
+
+
+def _shut_down(conn: Any) -> None:
+    """Shut down ``conn``'s socket: a statement waiting for a server that stopped answering fails at once (the
+    pool's check then discards the connection)."""
+    try:
+        fd = conn.fileno()
+        sock = socket.socket(fileno=os.dup(fd))
+    except Exception:  # noqa: BLE001 - a connection already closed: nothing to wake
+        return
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    finally:
+        sock.close()
+
+
+def _check(conn: Any) -> None:
+    """The pool's check of a connection before handing it out, bounded: a server that does not answer within
+    ``_CHECK_LIMIT`` fails the check (the connection is discarded)."""
+    guard = _WATCHDOG.arm(_CHECK_LIMIT, conn)
+    try:
+        conn.execute("")
+    finally:
+        guard.cancel()
+
+
+async def _acheck(conn: Any) -> None:
+    guard = asyncio.get_running_loop().call_later(_CHECK_LIMIT, _shut_down, conn)
+    try:
+        await conn.execute("")
+    finally:
+        guard.cancel()
+
+
 def _execute(conn: Any, step: tuple[str, tuple]) -> tuple[int, tuple | None]:
     cur = conn.execute(*step)
     return cur.rowcount, cur.fetchone() if cur.description is not None else None
@@ -411,6 +616,41 @@ async def _aexecute(conn: Any, step: tuple[str, tuple]) -> tuple[int, tuple | No
     return cur.rowcount, await cur.fetchone() if cur.description is not None else None
 
 
+def _finite(value: Any) -> bool:
+    """A real number (not a bool) that is finite as a float (a huge int is not: it overflows)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
+
+
+def _register_secrets(psycopg: Any, dsn: Any) -> None:
+    """Register the DSN's password (and, for a DSN libpq might split wrongly, its pieces) so it is scrubbed from
+    every log event and error message, however the DSN is written."""
+    if not isinstance(dsn, str):
+        return
+    found: list[str] = []
+    try:
+        found.append(psycopg.conninfo.conninfo_to_dict(dsn).get("password") or "")
+    except Exception:  # noqa: BLE001 - an unparsable DSN: the patterns below still find its password
+        pass
+    scheme, sep, rest = dsn.partition("://")
+    if sep:
+        authority = rest.split("/", 1)[0].split("?", 1)[0]
+        if "@" in authority:
+            creds = authority.rpartition("@")[0]
+            found.append(creds.partition(":")[2])
+        found += re.findall(r"[?&]password=([^&#]*)", rest)
+    for m in re.finditer(r"password\s*=\s*('(?:[^'\\]|\\.)*'|\S+(?:\s+(?!\w+\s*=)\S+)*)", dsn):
+        found.append(m.group(1).strip("'"))
+    for value in found:
+        for piece in {value, *re.split(r"[@\s:/]+", value)}:
+            _log.add_secret(piece)
+            _log.add_secret(urllib.parse.unquote(piece))
+
+
 def _describe(psycopg: Any, dsn: str) -> str:
     """Where the ledger lives, without credentials."""
     try:
@@ -418,9 +658,10 @@ def _describe(psycopg: Any, dsn: str) -> str:
     except Exception:  # noqa: BLE001 - a DSN libpq cannot parse is reported when connecting
         return "<unparsed dsn>"
     host, port, db = info.get("host") or "localhost", info.get("port") or "5432", info.get("dbname") or ""
-    return f"postgresql://{host}:{port}/{db}"
+    return _log.scrub(f"postgresql://{host}:{port}/{db}")  # a password libpq misread as part of the host
 
 
 def _reason(exc: BaseException) -> str:
+    """The first line of ``exc``'s message, scrubbed of secrets (libpq repeats parts of a DSN it cannot use)."""
     text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}"
+    return _log.scrub(f"{type(exc).__name__}: {text[0] if text else ''}")

@@ -1,0 +1,103 @@
+"""An ``arun`` cancelled while its write's claim is in flight: the handler never ran, so the call must not be left
+answering ``outcome_unknown`` forever (a ``started`` row nobody will complete)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import uuid
+
+import psycopg
+import pytest
+
+import toolwire
+from toolwire.registry import Dispatcher, PostgresLedger, ResultKind
+
+from ..bodies import body
+from .conftest import bounded
+
+
+def _rows(url: str, conv: str) -> list[tuple]:
+    with psycopg.connect(url, autocommit=True) as conn:
+        return conn.execute("SELECT status FROM toolwire_ledger WHERE conversation_id = %s", (conv,)).fetchall()
+
+
+def test_arun_cancelled_after_its_claim_committed_does_not_leave_a_phantom_started_write(cluster, proxy):
+    """arun cancelled after its claim committed but before the handler ran: a re-dispatch runs it once."""
+    ran: list[str] = []
+
+    async def save_note(text: str) -> str:
+        """Save a note."""
+        ran.append(text)
+        return "saved"
+
+    registry = toolwire.Registry([toolwire.Tool.from_function(save_note, effect="write")])
+    ledger = PostgresLedger(proxy.url, timeout=10)
+    conv = "cancel-" + uuid.uuid4().hex
+    turn = toolwire.parse("anthropic", body("anthropic", [("toolu_1", "save_note", {"text": "x"})]))
+
+    async def main():
+        d = Dispatcher(registry, ledger=ledger)
+        await ledger.aget(toolwire.registry.LedgerKey("warm", "up"))  # the loop's pool holds a connection
+        proxy.freeze_replies_after(b"INSERT INTO toolwire_ledger")  # the server's replies are held back: the claim commits, its answer waits
+        task = asyncio.create_task(d.arun(turn, conversation_id=conv))
+        deadline = time.monotonic() + 10
+        while not await asyncio.to_thread(_rows, cluster.url, conv):
+            assert time.monotonic() < deadline, "the claim never reached the server"
+            await asyncio.sleep(0.05)
+        task.cancel()  # e.g. an asyncio.timeout() around the request, or the client went away
+        proxy.thaw()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert ran == []  # the handler never ran
+        again = await Dispatcher(registry, ledger=ledger).arun(turn, conversation_id=conv)
+        return again
+
+    _, (how, value) = bounded(lambda: asyncio.run(main()), 60)
+    assert how == "ok", value
+    [res] = value
+    assert res.kind is not ResultKind.OUTCOME_UNKNOWN, (res.kind, _rows(cluster.url, conv), ran)
+    assert ran == ["x"] and res.kind is ResultKind.OK
+
+
+@pytest.mark.parametrize("how", ["run", "arun"])
+def test_claim_committed_then_server_gone_is_not_outcome_unknown_forever(cluster, proxy, how):
+    """A committed claim whose reply was lost past the timeout is answered not_run, then later runs once."""
+    ran: list[str] = []
+
+    def save_note(text: str) -> str:
+        """Save a note."""
+        ran.append(text)
+        return "saved"
+
+    registry = toolwire.Registry([toolwire.Tool.from_function(save_note, effect="write")])
+    ledger = PostgresLedger(proxy.url, timeout=3)
+    conv = "lost-" + uuid.uuid4().hex
+    turn = toolwire.parse("openai-chat", body("openai-chat", [("call_1", "save_note", {"text": "x"})]))
+    d = Dispatcher(registry, ledger=ledger)
+    go = (lambda: d.run(turn, conversation_id=conv)) if how == "run" else \
+        (lambda: asyncio.run(d.arun(turn, conversation_id=conv)))
+    ledger.get(toolwire.registry.LedgerKey("warm", "up"))
+    proxy.freeze_replies_after(b"INSERT INTO toolwire_ledger")
+
+
+    box: dict = {}
+    th = threading.Thread(target=lambda: box.setdefault("r", go()), daemon=True)
+    th.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not _rows(cluster.url, conv):
+            assert time.monotonic() < deadline, "the claim never reached the server"
+            time.sleep(0.05)
+        cluster.stop_server("fast")  # the server goes away with the claim committed ...
+        proxy.cut()  # ... and its reply is lost with the connection
+        th.join(20)
+        assert not th.is_alive(), "dispatch did not end"
+    finally:
+        if not cluster.running:
+            cluster.start_server()
+    [first] = box["r"]
+    assert first.kind is ResultKind.NOT_RUN and ran == []
+    [again] = Dispatcher(registry, ledger=ledger).run(turn, conversation_id=conv)
+    assert again.kind is not ResultKind.OUTCOME_UNKNOWN, (again.kind, _rows(cluster.url, conv), ran)

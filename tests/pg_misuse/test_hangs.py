@@ -1,0 +1,149 @@
+"""A server that stops answering, or a table another session holds locked: every operation must end within the
+ledger's ``timeout`` (plus slack) as a LedgerError, and a write dispatched then must be answered ``not_run``."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import uuid
+
+import psycopg
+import pytest
+
+import toolwire
+from toolwire.registry import Dispatcher, LedgerError, LedgerKey, PostgresLedger, ResultKind
+
+from ..bodies import body
+from .conftest import bounded
+
+TIMEOUT = 2.0
+SLACK = 3.0
+
+
+def _key() -> LedgerKey:
+    return LedgerKey("hang-" + uuid.uuid4().hex, "k")
+
+
+@pytest.fixture
+def locked(cluster):
+    """Another session holds toolwire_ledger in ACCESS EXCLUSIVE mode (a migration, a VACUUM FULL, a stuck
+    transaction) for the duration of the test."""
+    PostgresLedger(cluster.url, timeout=5).close()  # the table exists
+    holder = psycopg.connect(cluster.url)
+    holder.execute("LOCK TABLE toolwire_ledger IN ACCESS EXCLUSIVE MODE")
+    try:
+        yield
+    finally:
+        holder.rollback()
+        holder.close()
+
+
+def test_claim_ends_within_timeout_when_the_table_is_locked(cluster, locked):
+    """claim on a table another session holds locked is a LedgerError within timeout (+ slack), not a hang."""
+    ledger = PostgresLedger(cluster.url, timeout=TIMEOUT)
+    elapsed, (how, value) = bounded(lambda: ledger.claim(_key()), TIMEOUT + SLACK)
+    assert how == "raised" and isinstance(value, LedgerError), value
+
+
+def test_aclaim_ends_within_timeout_when_the_table_is_locked(cluster, locked):
+    """aclaim on a table another session holds locked is a LedgerError within timeout (+ slack), not a hang."""
+    ledger = PostgresLedger(cluster.url, timeout=TIMEOUT)
+    elapsed, (how, value) = bounded(lambda: asyncio.run(ledger.aclaim(_key())), TIMEOUT + SLACK)
+    assert how == "raised" and isinstance(value, LedgerError), value
+
+
+@pytest.mark.parametrize("how", ["run", "arun"])
+def test_write_is_not_run_within_timeout_when_the_table_is_locked(cluster, locked, how):
+    """A write dispatched while the ledger table is locked is answered not_run within timeout (+ slack)."""
+    ran = []
+
+    def save_note(text: str) -> str:
+        """Save a note."""
+        ran.append(text)
+        return "saved"
+
+    registry = toolwire.Registry([toolwire.Tool.from_function(save_note, effect="write")])
+    d = Dispatcher(registry, ledger=PostgresLedger(cluster.url, timeout=TIMEOUT))
+    turn = toolwire.parse("anthropic", body("anthropic", [("toolu_1", "save_note", {"text": "x"})]))
+    conv = "hang-" + uuid.uuid4().hex
+    go = (lambda: d.run(turn, conversation_id=conv)) if how == "run" else \
+        (lambda: asyncio.run(d.arun(turn, conversation_id=conv)))
+    elapsed, (outcome, value) = bounded(go, TIMEOUT + SLACK)
+    assert outcome == "ok" and value[0].kind is ResultKind.NOT_RUN and not ran, value
+
+
+def test_claim_ends_within_timeout_when_the_server_stops_answering(proxy):
+    """A server that stops answering on a pooled connection: claim is a LedgerError within timeout (+ slack)."""
+    ledger = PostgresLedger(proxy.url, timeout=TIMEOUT)
+    assert ledger.claim(_key()) is None  # the pool holds a working connection
+    proxy.freeze()
+    elapsed, (how, value) = bounded(lambda: ledger.claim(_key()), TIMEOUT + SLACK)
+    assert how == "raised" and isinstance(value, LedgerError), value
+
+
+def test_aclaim_ends_within_timeout_when_the_server_stops_answering(proxy):
+    """The async twin: on the loop's pool, a server that stops answering is a LedgerError within timeout."""
+    ledger = PostgresLedger(proxy.url, timeout=TIMEOUT)
+
+    async def main():
+        assert await ledger.aclaim(_key()) is None
+        proxy.freeze()
+        return await ledger.aclaim(_key())
+
+    elapsed, (how, value) = bounded(lambda: asyncio.run(main()), TIMEOUT + SLACK)
+    assert how == "raised" and isinstance(value, LedgerError), value
+
+
+def test_complete_ends_within_timeout_when_the_server_stops_answering(proxy):
+    """complete after the server stopped answering is a LedgerError within timeout (+ slack)."""
+    from toolwire.registry import ToolResult
+
+    ledger = PostgresLedger(proxy.url, timeout=TIMEOUT)
+    key = _key()
+    assert ledger.claim(key) is None
+    proxy.freeze()
+    res = ToolResult(call_id="c", local_id="l", name="n", content="x", is_error=False, kind=ResultKind.OK)
+    elapsed, (how, value) = bounded(lambda: ledger.complete(key, res), TIMEOUT + SLACK)
+    assert how == "raised" and isinstance(value, LedgerError), value
+
+
+@pytest.fixture
+def blackhole():
+    """A port that accepts TCP connections and never says a word."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(50)
+    held: list[socket.socket] = []
+
+    def accept():
+        while True:
+            try:
+                held.append(srv.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        yield srv.getsockname()[1]
+    finally:
+        srv.close()
+        for s in held:
+            s.close()
+
+
+@pytest.mark.parametrize("timeout", [0.5, 1.0])
+def test_constructor_against_a_silent_server_ends_within_timeout(blackhole, timeout):
+    """PostgresLedger(dsn, timeout=t) against a server that accepts and never answers fails within t + 1 s."""
+    elapsed, (how, value) = bounded(
+        lambda: PostgresLedger(f"postgresql://u@127.0.0.1:{blackhole}/db", timeout=timeout), 30)
+    assert how == "raised" and isinstance(value, LedgerError), value
+    assert elapsed < timeout + 1.0, f"took {elapsed:.2f} s with timeout={timeout}"
+
+
+def test_constructor_with_two_silent_hosts_ends_within_timeout(blackhole):
+    """A multi-host DSN of silent servers: the constructor still fails within timeout + 1 s (not per host)."""
+    dsn = f"host=127.0.0.1,127.0.0.1 port={blackhole},{blackhole} user=u dbname=db"
+    elapsed, (how, value) = bounded(lambda: PostgresLedger(dsn, timeout=3), 30)
+    assert how == "raised" and isinstance(value, LedgerError), value
+    assert elapsed < 3 + 1.0, f"took {elapsed:.2f} s with timeout=3"
