@@ -22,6 +22,8 @@ PINNED_ALL = [
     "Transition",
     "ServerCall",
     "Choice",
+    "Message",
+    "AssistantMessage",
     "CallState",
     "CallKind",
     "FinishReason",

@@ -363,8 +363,16 @@ def expected_text(result: ToolResult) -> str:
                                                                              separators=(",", ":"))
 
 
+def only(encoded: list[dict]) -> dict:
+    """The one message of an Anthropic or Gemini answer (a user message / content holding every result)."""
+    assert isinstance(encoded, list) and len(encoded) == 1
+    return encoded[0]
+
+
 def answered(provider: str, encoded: Any) -> list[tuple[str | None, Any, bool]]:
-    """(id, content, is_error) of each result in an encoded answer, in order."""
+    """(id, content, is_error) of each result in an encoded answer (a list of messages), in order."""
+    if provider in ("anthropic", "gemini"):
+        encoded = only(encoded)
     if provider == "openai-chat":
         return [(m["tool_call_id"], m["content"], None) for m in encoded]
     if provider == "openai-responses":
@@ -399,16 +407,14 @@ def check_answer(provider: str, turn: toolwire.Turn, encoded: Any, results: list
             if err is not None:
                 assert err is r.is_error
     if provider == "anthropic":
-        assert encoded["role"] == "user"
-        assert all(b["type"] == "tool_result" for b in encoded["content"])
-        assert all(("is_error" in b) is by_local[c.local_id].is_error for b, c in zip(encoded["content"], turn.calls))
-        check_sdk(provider, encoded)
+        message = only(encoded)
+        assert message["role"] == "user"
+        assert all(b["type"] == "tool_result" for b in message["content"])
+        assert all(("is_error" in b) is by_local[c.local_id].is_error for b, c in zip(message["content"], turn.calls))
     elif provider == "gemini":
-        assert encoded["role"] == "user"
-        check_sdk(provider, encoded)
-    else:
-        for message in encoded:
-            check_sdk(provider, message)
+        assert only(encoded)["role"] == "user"
+    for message in encoded:
+        check_sdk(provider, message)
 
 
 # ==== every dialect × every result kind ============================================================================
@@ -470,7 +476,7 @@ def test_any_json_content_is_encoded_in_the_form_the_wire_needs(provider, conten
     encoded = toolwire.encode_results(turn, results)
     check_answer(provider, turn, encoded, results)
     if provider == "gemini":
-        assert all(p["functionResponse"]["response"] == {"output": content} for p in encoded["parts"])
+        assert all(p["functionResponse"]["response"] == {"output": content} for p in only(encoded)["parts"])
 
 
 @pytest.mark.parametrize("provider", DIALECTS)
@@ -649,15 +655,15 @@ def test_chat_call_without_id_gets_the_same_synthetic_id_in_replay_and_result():
 def test_gemini_ids_echoed_only_when_present_and_wanted():
     """functionResponse.id is the call's id when it had one; absent for id-less calls and with echo_ids=False."""
     with_ids = gemini_turn()
-    parts = toolwire.encode_results(with_ids, results_for(with_ids, K.OK))["parts"]
+    parts = only(toolwire.encode_results(with_ids, results_for(with_ids, K.OK)))["parts"]
     assert [p["functionResponse"]["id"] for p in parts] == ["g_a", "g_b", "g_c"]
-    parts = toolwire.encode_results(with_ids, results_for(with_ids, K.OK), echo_ids=False)["parts"]
+    parts = only(toolwire.encode_results(with_ids, results_for(with_ids, K.OK), echo_ids=False))["parts"]
     assert all("id" not in p["functionResponse"] for p in parts)
     no_ids = gemini_turn(ids=False)
-    parts = toolwire.encode_results(no_ids, results_for(no_ids, K.OK))["parts"]
+    parts = only(toolwire.encode_results(no_ids, results_for(no_ids, K.OK)))["parts"]
     assert all("id" not in p["functionResponse"] for p in parts)
     assert [p["functionResponse"]["name"] for p in parts] == ["get_weather", "lookup", "get_time"]
-    gemini_content(toolwire.encode_results(no_ids, results_for(no_ids, K.OK)))
+    gemini_content(only(toolwire.encode_results(no_ids, results_for(no_ids, K.OK))))
 
 
 # ==== replay ========================================================================================================
@@ -819,13 +825,13 @@ MISSPELT = {
     "chat_tool_id": ("openai-chat", lambda e: [_rename(e[0], "tool_call_id", "tool_id")] + e[1:]),
     "responses_callid": ("openai-responses", lambda e: [_rename(e[0], "call_id", "callid")]),
     "responses_output_type": ("openai-responses", lambda e: [dict(e[0], type="function_output")]),
-    "anthropic_tool_id": ("anthropic", lambda e: {**e, "content": [_rename(e["content"][0], "tool_use_id",
-                                                                           "tool_id")]}),
-    "anthropic_error_flag": ("anthropic", lambda e: {**e, "content": [dict(e["content"][0], error=True)]}),
-    "gemini_result_key": ("gemini", lambda e: {**e, "parts": [{"functionResponse": _rename(
-        e["parts"][0]["functionResponse"], "response", "result")}]}),
-    "gemini_response_text": ("gemini", lambda e: {**e, "parts": [{"functionResponse": dict(
-        e["parts"][0]["functionResponse"], response="21 C")}]}),
+    "anthropic_tool_id": ("anthropic", lambda e: [{**e[0], "content": [_rename(e[0]["content"][0], "tool_use_id",
+                                                                               "tool_id")]}]),
+    "anthropic_error_flag": ("anthropic", lambda e: [{**e[0], "content": [dict(e[0]["content"][0], error=True)]}]),
+    "gemini_result_key": ("gemini", lambda e: [{**e[0], "parts": [{"functionResponse": _rename(
+        e[0]["parts"][0]["functionResponse"], "response", "result")}]}]),
+    "gemini_response_text": ("gemini", lambda e: [{**e[0], "parts": [{"functionResponse": dict(
+        e[0]["parts"][0]["functionResponse"], response="21 C")}]}]),
     "interactions_id": ("gemini-interactions", lambda e: [_rename(e[0], "call_id", "id")]),
 }
 
@@ -837,7 +843,7 @@ def test_the_sdk_check_catches_a_misspelt_field(case):
     turn = TURNS[provider]()
     bad = mutate(toolwire.encode_results(turn, results_for(turn, K.OK)))
     with pytest.raises((AssertionError, pydantic.ValidationError)):
-        for message in bad if isinstance(bad, list) else [bad]:
+        for message in bad:
             check_sdk(provider, message)
 
 
@@ -932,17 +938,14 @@ def test_results_of_a_later_choice_answer_its_calls_and_replay_its_message(provi
     msgs = toolwire.history_messages(turn, results)
     assert msgs[0] == turn.choices[1].assistant_message
     assert replayed_ids(provider, msgs[0]) == second_ids
-    if provider == "openai-chat":
-        assert msgs[1:] == encoded
-    else:
-        assert msgs[1:] == [encoded]
+    assert msgs[1:] == encoded
     for m in msgs:
         check_sdk(provider, m)
     assert not set(first_ids) & set(json.dumps(msgs).split('"'))
     # and the first choice, as before
     msgs = toolwire.history_messages(turn, choice_results(turn, 0))
     assert replayed_ids(provider, msgs[0]) == first_ids
-    assert [g[0] for g in answered(provider, msgs[1:] if provider == "openai-chat" else msgs[1])] == first_ids
+    assert [g[0] for g in answered(provider, msgs[1:])] == first_ids
 
 
 @pytest.mark.parametrize("provider", list(MULTI))
@@ -974,7 +977,7 @@ def test_without_results_the_first_choice_is_replayed(provider):
     turn = MULTI[provider]()
     msgs = toolwire.history_messages(turn, [])
     assert msgs[0] == turn.choices[0].assistant_message
-    got = answered(provider, msgs[1:] if provider == "openai-chat" else msgs[1])
+    got = answered(provider, msgs[1:])
     assert [g[0] for g in got] == MULTI_IDS[provider][0]
     assert "no result was recorded for this call" in json.dumps(got)
 

@@ -72,6 +72,7 @@ from .schema_tools import (
 )
 from .types import (
     ArgumentsReceived,
+    AssistantMessage,
     CallAnnounced,
     CallCompleted,
     CallErrored,
@@ -81,6 +82,7 @@ from .types import (
     Choice,
     Event,
     FinishReason,
+    Message,
     Problem,
     ProblemCode,
     ServerCall,
@@ -105,6 +107,8 @@ __all__ = [
     "Transition",
     "ServerCall",
     "Choice",
+    "Message",
+    "AssistantMessage",
     "CallState",
     "CallKind",
     "FinishReason",

@@ -29,7 +29,7 @@ the next request impossible to send: what these functions return never holds any
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, overload
 
 import msgspec
 
@@ -37,7 +37,7 @@ from .codecs.results import DIALECTS, RepairAction, RepairKind, RepairReport, mi
 from .codecs.results._common import DEFAULT_MAX_CALLS, Actions, CallCounter, Pair, clean_copy
 from .errors import UsageError
 from .registry.result import ToolResult
-from .types import Turn
+from .types import Message, Turn
 
 __all__ = ["encode_results", "history_messages", "repair_history", "remap_call_ids", "CALL_ID_RULES", "RepairReport",
            "RepairAction", "RepairKind", "DEFAULT_MAX_CALLS"]
@@ -100,13 +100,21 @@ def _pairs(turn: Turn, by_local: dict[str, ToolResult]) -> list[Pair]:
     return [(c, by_local.get(c.local_id) or missing_result(c)) for c in turn.calls]
 
 
-def encode_results(turn: Turn, results: Iterable[ToolResult], *, echo_ids: bool = True) -> list[Any] | dict[str, Any]:
-    """The provider-native message(s) answering the calls of ``turn``, in call order.
+def _answers(mod: Any, turn: Turn, pairs: list[Pair], echo_ids: bool) -> list[Message]:
+    """The dialect's answer to ``pairs`` as a list of messages (Anthropic and Gemini answer with one)."""
+    encoded = mod.encode(turn, pairs, echo_ids=echo_ids)
+    return encoded if isinstance(encoded, list) else [encoded]
 
-    Chat: a list of ``tool`` messages; Responses: a list of output items; Anthropic: one user message (a dict);
-    Gemini: one user content (a dict); Interactions: a list of ``function_result`` steps. Every call of the
-    replayed assistant message is answered exactly once; in a turn of several choices, that is the choice of
-    the calls the results answer (see the module docstring).
+
+def encode_results(turn: Turn, results: Iterable[ToolResult], *, echo_ids: bool = True) -> list[Message]:
+    """The provider-native messages answering the calls of ``turn``, in call order: always a list, to append
+    to (or send as) the conversation.
+
+    Chat: one ``tool`` message per call; Responses: the output items; Anthropic: one user message holding every
+    ``tool_result`` block; Gemini: one user content holding every ``functionResponse`` part; Interactions: one
+    ``function_result`` step per call. Every call of the replayed assistant message is answered exactly once;
+    in a turn of several choices, that is the choice of the calls the results answer (see the module
+    docstring).
 
     Raises ``UsageError`` for an unknown provider, a turn with no call to answer, a result that is not a
     ``ToolResult``, answers a call that is not in ``turn`` (or has another call id or tool name), a second
@@ -118,12 +126,14 @@ def encode_results(turn: Turn, results: Iterable[ToolResult], *, echo_ids: bool 
     pairs = _pairs(turn, by_local)
     if not pairs:
         raise UsageError("the turn has no call to answer")
-    return clean_copy(mod.encode(turn, pairs, echo_ids=echo_ids))[0]
+    answers: list[Message] = clean_copy(_answers(mod, turn, pairs, echo_ids))[0]
+    return answers
 
 
-def history_messages(turn: Turn, results: Iterable[ToolResult], *, echo_ids: bool = True) -> list[Any]:
+def history_messages(turn: Turn, results: Iterable[ToolResult], *, echo_ids: bool = True) -> list[Message]:
     """What to append to the conversation after ``turn``: the assistant message (or Responses items /
-    Interactions steps) replayed verbatim, with malformed arguments in the accepted form, then the results.
+    Interactions steps) replayed verbatim, with malformed arguments in the accepted form, then the results
+    (``encode_results``).
 
     In a turn of several choices the replayed message is the one of the choice the results answer (choice 0
     without results). A turn without calls gives just its assistant message. Raises ``UsageError`` as
@@ -137,18 +147,29 @@ def history_messages(turn: Turn, results: Iterable[ToolResult], *, echo_ids: boo
         where = "the turn" if index is None else f"choice {index} of the turn"
         raise UsageError(f"{where} has no assistant message to replay (parse it with calls kept)")
     pairs = _pairs(turn, by_local)
-    out = list(mod.replay(turn, [c for c, _ in pairs]))
+    out: list[Message] = list(mod.replay(turn, [c for c, _ in pairs]))
     if pairs:
-        encoded = mod.encode(turn, pairs, echo_ids=echo_ids)
-        out.extend(encoded if isinstance(encoded, list) else [encoded])
-    return clean_copy(out)[0]
+        out.extend(_answers(mod, turn, pairs, echo_ids))
+    messages: list[Message] = clean_copy(out)[0]
+    return messages
+
+
+@overload
+def repair_history(provider: str, messages: Iterable[Message], *, echo_ids: bool = True,
+                   max_calls: int | None = DEFAULT_MAX_CALLS) -> tuple[list[Message], RepairReport]: ...
+
+
+@overload
+def repair_history(provider: str, messages: Iterable[Any], *, echo_ids: bool = True,
+                   max_calls: int | None = DEFAULT_MAX_CALLS) -> tuple[list[Any], RepairReport]: ...
 
 
 def repair_history(provider: str, messages: Iterable[Any], *, echo_ids: bool = True,
                    max_calls: int | None = DEFAULT_MAX_CALLS) -> tuple[list[Any], RepairReport]:
     """A copy of a stored conversation (the provider's native request ``messages`` / ``contents`` / ``input``
     list) in which every call has exactly one result in the provider's required order, and a report of what
-    changed (``RepairReport.actions``: typed ``RepairAction`` records). The input is not modified.
+    changed (``RepairReport.actions``: typed ``RepairAction`` records). The input is not modified. A history of
+    messages (``list[Message]``) is repaired into one; anything else in the list is kept where it is.
 
     Chat: one ``tool`` message per ``tool_calls`` id right after its assistant message. Anthropic: the user
     message after an assistant message with ``tool_use`` blocks starts with all its ``tool_result`` blocks.

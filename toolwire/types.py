@@ -6,11 +6,13 @@ Every dialect is translated into these types by its codec; nothing here knows a 
 from __future__ import annotations
 
 import enum
-from typing import Any
+from typing import Any, TypeAlias
 
 import msgspec
 
 __all__ = [
+    "Message",
+    "AssistantMessage",
     "CallState",
     "CallKind",
     "FinishReason",
@@ -33,6 +35,16 @@ __all__ = [
     "TurnFinished",
     "StreamFailed",
 ]
+
+
+#: One provider-native JSON object of a conversation: a Chat or Anthropic message, a Gemini content, a Responses
+#: input item, an Interactions step. Histories are lists of them (``history_messages``, ``encode_results``).
+Message: TypeAlias = dict[str, Any]
+
+#: What ``Turn.assistant_message`` / ``Choice.assistant_message`` hold: one ``Message`` (Chat and Anthropic: the
+#: assistant message; Gemini: the model content; Interactions: ``{"id": …, "steps": [...]}``), or a list of them
+#: for Responses (the output items, reasoning included, in order).
+AssistantMessage: TypeAlias = Message | list[Message]
 
 
 class CallState(str, enum.Enum):
@@ -171,22 +183,25 @@ class ServerCall(msgspec.Struct, kw_only=True):
 class Choice(msgspec.Struct, kw_only=True):
     """Per-choice summary when a provider returns several choices/candidates (``n > 1``).
 
-    ``assistant_message`` is this choice's provider-native message: the history continues with the choice whose
-    calls were run, so each choice needs its own replay (``Turn.assistant_message`` is choice 0's).
+    ``assistant_message`` is this choice's provider-native message (an ``AssistantMessage``): the history
+    continues with the choice whose calls were run, so each choice needs its own replay
+    (``Turn.assistant_message`` is choice 0's).
     """
 
     index: int
     finish_reason: FinishReason | None = None
     raw_finish_reason: str | None = None
     text: str = ""
-    assistant_message: Any = None
+    assistant_message: AssistantMessage | None = None
 
 
 class Turn(msgspec.Struct, kw_only=True, weakref=True):
     """Everything one model response said: its calls in order, text, how it ended, and what to replay.
 
     ``assistant_message`` is the provider-native message to put back into the history verbatim (thinking
-    blocks and signatures included). ``finished_cleanly`` is True only when the turn ended with a clean finish
+    blocks and signatures included): one ``Message``, or for Responses the list of output items; None in
+    streaming mode (``keep_calls=False``). ``history_messages`` turns it into the list of messages to append
+    for every dialect. ``finished_cleanly`` is True only when the turn ended with a clean finish
     reason and no error; a turn that did not finish cleanly is never dispatched by default.
     """
 
@@ -201,7 +216,7 @@ class Turn(msgspec.Struct, kw_only=True, weakref=True):
     model: str | None = None
     usage: Any = None
     choices: list[Choice] = msgspec.field(default_factory=list)
-    assistant_message: Any = None
+    assistant_message: AssistantMessage | None = None
     #: False for a snapshot (``StreamParser.turn`` before ``close()``): such a turn never counts as finished
     ended: bool = True
 

@@ -49,14 +49,15 @@ def test_pitfall_17_gemini_response_ids_echo_the_calls_exactly_and_pair_by_id():
     """functionResponse.id echoes each call's id in call order; absent with echo_ids=False or id-less calls."""
     turn = gemini_turn()
     results = results_for(turn, K.OK)  # given in reverse order
-    parts = toolwire.encode_results(turn, results)["parts"]
+    [content] = toolwire.encode_results(turn, results)  # one user content answers every call
+    parts = content["parts"]
     assert [(p["functionResponse"]["id"], p["functionResponse"]["name"]) for p in parts] == [
         ("g_a", "get_weather"), ("g_b", "lookup"), ("g_c", "get_time")]
     assert all("id" not in p["functionResponse"]
-               for p in toolwire.encode_results(turn, results, echo_ids=False)["parts"])
+               for p in toolwire.encode_results(turn, results, echo_ids=False)[0]["parts"])
     no_ids = gemini_turn(ids=False)
     assert all("id" not in p["functionResponse"]
-               for p in toolwire.encode_results(no_ids, results_for(no_ids, K.OK))["parts"])
+               for p in toolwire.encode_results(no_ids, results_for(no_ids, K.OK))[0]["parts"])
 
 
 def test_pitfall_17_repair_pairs_stored_responses_by_id_not_position():

@@ -282,6 +282,20 @@ class Tool:
     __slots__ = ("name", "description", "input_schema", "effect", "handler", "timeout", "is_async",
                  "kind", "format", "idempotency_key", "_validate", "_invoke")
 
+    # the slots' types, for type checkers (``__init__`` sets them once; ``__setattr__`` refuses any change)
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]
+    effect: Effect
+    handler: Callable[..., Any]
+    timeout: float | None
+    is_async: bool
+    kind: ToolKind
+    format: Mapping[str, Any] | None
+    idempotency_key: IdempotencyKey | None
+    _validate: Callable[[Any], Any]
+    _invoke: Callable[[Callable[..., Any], Any], Any]
+
     def __init__(self, name: str, description: str, input_schema: Mapping[str, Any], effect: Effect,
                  handler: Callable[..., Any], timeout: float | None = DEFAULT_TIMEOUT, *,
                  idempotency_key: IdempotencyKey | None = None,

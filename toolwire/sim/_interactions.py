@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from typing import Any
 
 from ._base import STATUS_TEXT, Dialect, Ev, Request, partial_text
@@ -30,6 +31,11 @@ def _error(code: int, message: str, details: list[Any] | None = None) -> dict[st
     if details:
         err["details"] = details
     return {"error": err}
+
+
+def _timestamp(req: Request) -> str:
+    """The request's time as the API writes ``created`` and ``updated``: ISO 8601 in UTC."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(req.created))
 
 
 def _text(content: Any) -> str:
@@ -209,7 +215,7 @@ class Interactions(Dialect):
             evs.append(Ev(b"event: " + type_.encode() + b"\ndata: " + dumps({"event_type": type_, **fields})
                           + b"\n\n", content))
 
-        ev("interaction.created", interaction=self._interaction(req, "in_progress", created=req.created))
+        ev("interaction.created", interaction=self._interaction(req, "in_progress", created=_timestamp(req)))
         ev("interaction.status_update", interaction_id=req.state["id"], status="in_progress")
         status = "requires_action" if reply.calls else "completed"
         calls = [s for s in steps if s["type"] == "function_call"]
@@ -254,7 +260,7 @@ class Interactions(Dialect):
             evs.append(Ev(b"event: " + type_.encode() + b"\ndata: " + dumps({"event_type": type_, **fields})
                           + b"\n\n", content))
 
-        ev("interaction.created", interaction=self._interaction(req, "in_progress", created=req.created))
+        ev("interaction.created", interaction=self._interaction(req, "in_progress", created=_timestamp(req)))
         ev("interaction.status_update", interaction_id=req.state["id"], status="in_progress")
         text = partial_text(reply) if partial else ""
         if text:
@@ -271,8 +277,8 @@ class Interactions(Dialect):
         text = partial_text(reply) if partial else ""
         steps = [{"type": "model_output", "content": [{"type": "text", "text": text}]}] if text else []
         req.state["status"] = reason
-        return self._interaction(req, reason, role="model", steps=steps, usage=self._usage(req, reply),
-                                 created=req.created, updated=req.created,
+        return self._interaction(req, reason, steps=steps, usage=self._usage(req, reply),
+                                 created=_timestamp(req), updated=_timestamp(req),
                                  previous_interaction_id=req.body.get("previous_interaction_id"))
 
     def stream_error(self, kind: str, req: Request, seq: int) -> list[bytes]:
@@ -290,8 +296,8 @@ class Interactions(Dialect):
                 text = reply.text or ""
                 steps = [{"type": "model_output", "content": [{"type": "text", "text": text[:max(1, len(text) // 2)]}]}]
         req.state["status"] = status
-        return self._interaction(req, status, role="model", steps=steps, usage=self._usage(req, reply),
-                                 created=req.created, updated=req.created,
+        return self._interaction(req, status, steps=steps, usage=self._usage(req, reply),
+                                 created=_timestamp(req), updated=_timestamp(req),
                                  previous_interaction_id=req.body.get("previous_interaction_id"))
 
     def finish(self, reply: Reply, req: Request, *, outcome: str) -> None:

@@ -206,7 +206,8 @@ class OpenAIResponses(OpenAIDialect):
     def _usage(self, req: Request, reply: Reply) -> dict[str, Any]:
         inp = max(1, len(dumps(req.body)) // 4)
         out = max(1, len(dumps([reply.text, reply.calls])) // 4) + (16 if reply.calls else 0)
-        return {"input_tokens": inp, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": out,
+        return {"input_tokens": inp, "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+                "output_tokens": out,
                 "output_tokens_details": {"reasoning_tokens": 16 if reply.calls else 0}, "total_tokens": inp + out}
 
     def events(self, reply: Reply, req: Request, *, max_tokens: bool) -> list[Ev]:
