@@ -66,7 +66,8 @@ def test_chat_finds_a_tools_module_in_the_current_directory(tmp_path):
     script's own directory (not the current one) is first on its path."""
     work = tmp_path / "work"
     work.mkdir()
-    (work / "mytools.py").write_text("from toolwire.harness.demo_tools import DemoWorld\n\nTOOLS = DemoWorld().tools()\n")
+    (work / "mytools.py").write_text(
+        "from toolwire.harness.demo_tools import DemoWorld\n\nTOOLS = DemoWorld().tools()\n")
     bindir = tmp_path / "bin"  # where a console script lives: its directory, not the cwd, is sys.path[0]
     bindir.mkdir()
     (bindir / "toolwire").write_text("import sys\nfrom toolwire.cli import main\n\nsys.exit(main())\n")

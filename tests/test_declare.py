@@ -965,7 +965,8 @@ def test_cli_declare_usage_errors_exit_2(tools_file, capsys, argv):
 def test_strict_refusals_of_every_tool_are_collected():
     """Strict mode refusing several tools raises for the first, carrying every refusal in errors, the limits
     the other tools break in findings, and the count of the others in its message."""
-    open_map = {"type": "object", "properties": {"tags": {"type": "object", "additionalProperties": {"type": "string"}}}}
+    open_map = {"type": "object",
+                "properties": {"tags": {"type": "object", "additionalProperties": {"type": "string"}}}}
     one_of = {"type": "object", "properties": {"x": {"oneOf": [{"type": "string"}, {"type": "integer"}]}}}
     plain = {"type": "object", "properties": {"y": {"type": "string"}}}
     with pytest.raises(StrictSchemaError) as info:

@@ -90,7 +90,7 @@ def test_readme_has_python_snippets_and_their_directives_are_known():
     it skips (a misspelt directive would silently run or skip a block)."""
     assert len(PROGRAMS) >= 5
     for number, line in enumerate(README.read_text(encoding="utf-8").splitlines(), 1):
-        if "<!-- snippet" not in line:
+        if not line.strip().startswith("<!-- snippet"):  # a directive is a line of its own
             continue
         d = DIRECTIVE.match(line.strip())
         assert d is not None and d.group("what") in KNOWN, f"README.md:{number}: unknown directive {line!r}"
