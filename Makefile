@@ -1,18 +1,30 @@
 # make test: create the virtualenv if missing, install what the tests need, run the whole suite.
+# make demo has a virtualenv of its own with toolwire's core dependencies only (no test dependencies).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+DEMO_VENV ?= .venv-demo
+DEMO_STAMP := $(DEMO_VENV)/.installed
 
 .PHONY: test demo demo-workers fuzz bench install clean
 
-$(STAMP): pyproject.toml
-	@$(PYTHON) -m venv $(VENV) 2>/dev/null || { \
+# $(call venv,DIR,REQUIREMENT): create the virtualenv DIR (installing python3-venv with apt if venv fails), install
+# REQUIREMENT (editable) into it, and mark it done with DIR/.installed
+define venv
+	@$(PYTHON) -m venv $(1) 2>/dev/null || { \
 	  echo "python3 -m venv failed; installing python3-venv with apt"; \
-	  apt-get update -qq && apt-get install -y -qq python3-venv >/dev/null && $(PYTHON) -m venv $(VENV); }
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
-	@touch $(STAMP)
+	  apt-get update -qq && apt-get install -y -qq python3-venv >/dev/null && $(PYTHON) -m venv $(1); }
+	$(1)/bin/python -m pip install -q --upgrade pip
+	$(1)/bin/python -m pip install -q -e '$(2)'
+	@touch $(1)/.installed
+endef
+
+$(STAMP): pyproject.toml
+	$(call venv,$(VENV),.[dev])
+
+$(DEMO_STAMP): pyproject.toml
+	$(call venv,$(DEMO_VENV),.)
 
 install: $(STAMP)
 
@@ -23,9 +35,10 @@ test: $(STAMP)
 	  (apt-get update -qq && apt-get install -y -qq postgresql >/dev/null)
 	HYPOTHESIS_PROFILE=ci $(PY) -m pytest -q -n 2 -p no:cacheprovider
 
-# make demo: the scenarios, for every dialect, against the built-in simulated provider over real HTTP
-demo: $(STAMP)
-	$(VENV)/bin/toolwire demo
+# make demo: the scenarios, for every dialect, against the built-in simulated provider over real HTTP (in
+# $(DEMO_VENV), which holds toolwire and its core dependencies only)
+demo: $(DEMO_STAMP)
+	$(DEMO_VENV)/bin/toolwire demo
 
 # make demo-workers [WORKERS=4] [KILL_EVERY=1]: the same conversations as durable DBOS workflows on WORKERS worker
 # processes sharing a private PostgreSQL cluster (started on loopback for the run, stopped afterwards; PostgreSQL
@@ -54,4 +67,4 @@ bench: $(STAMP)
 	$(PY) -m bench $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) $(DEMO_VENV) .pytest_cache .hypothesis build *.egg-info

@@ -1,4 +1,4 @@
-"""Deterministic (seeded) streams for every dialect, in its exact wire format (WIRE.md A3, B3, C3, D4, D5, E2).
+"""Deterministic (seeded) streams for every dialect, in its exact wire format.
 
 A workload is a list of tool calls (name, id, arguments object); ``render(dialect, calls, interleave)`` turns it
 into the bytes a provider would send, and ``chunked`` cuts those bytes into network-like chunks of 1 to 4 KiB.

@@ -1,6 +1,6 @@
 """Deterministic encoders of well-formed provider streams, and hypothesis strategies that drive them.
 
-Independent of toolwire: the encoders write the wire format of WIRE.md A3 (OpenAI Chat Completions chunks) and
+Independent of toolwire: the encoders write the wire format of the providers (OpenAI Chat Completions chunks) and
 C3 (Anthropic Messages events) byte for byte, so the differential and property tests can feed the same bytes to
 toolwire and to the official SDKs' accumulators.
 
@@ -248,7 +248,7 @@ def chat_stream(calls: Sequence[Call], *, text: str | None = None, finish: str |
                 fragment_sizes: Sequence[int] | None = None, parallel_interleave: bool = False,
                 include_usage: bool = True, done: bool = True, ensure_ascii: bool = False,
                 plan: FragmentPlan | None = None, newline: str = "\n", wire_ascii: bool = False) -> bytes:
-    """SSE bytes of an OpenAI Chat Completions stream (WIRE.md A3).
+    """SSE bytes of an OpenAI Chat Completions stream.
 
     Each call's first ``tool_calls`` entry carries ``index``/``id``/``type``/``name`` and ``arguments: ""``;
     its argument JSON (``json.dumps``, ``ensure_ascii`` as given) follows in fragments of ``fragment_sizes``
@@ -329,7 +329,7 @@ def anthropic_stream(calls: Sequence[Call], *, text: str | None = None, thinking
                      stop_reason: str | None = "tool_use", fragment_sizes: Sequence[int] | None = None,
                      ensure_ascii: bool = False, plan: FragmentPlan | None = None, message_stop: bool = True,
                      empty_input_as_nothing: bool = True, newline: str = "\n", wire_ascii: bool = False) -> bytes:
-    """SSE bytes of an Anthropic Messages stream (WIRE.md C3), ``event:`` lines included.
+    """SSE bytes of an Anthropic Messages stream, ``event:`` lines included.
 
     ``message_start`` (then a ``ping``), an optional thinking block (``thinking_delta`` fragments then a
     ``signature_delta``), an optional text block, one ``tool_use`` block per call (``content_block_start`` with

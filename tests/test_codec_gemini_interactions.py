@@ -1,6 +1,6 @@
 """The Gemini Interactions codec: table-driven cases (current "steps" schema, legacy "outputs" schema, bodies),
 typed errors for bad input, and properties of generated streams. There are no recordings: the streams are
-written from WIRE.md E and the SDK's types (``google/genai/_gaos/types/interactions``)."""
+written from the API's documentation and the SDK's types (``google/genai/_gaos/types/interactions``)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The OpenAI Responses codec: table-driven cases, bad input, properties over generated streams, and the
 openai SDK's own Responses stream accumulator as an oracle.
 
-The wire helpers below write Responses events (WIRE.md B3) from Python values; ``stream()`` numbers them with
+The wire helpers below write Responses events from Python values; ``stream()`` numbers them with
 ``sequence_number`` and wraps them in ``response.created`` … ``response.completed`` (or another terminal event).
 """
 
@@ -671,8 +671,8 @@ def test_calls_match_the_openai_sdk_accumulator(items):
     assert all(c.runnable for c in turn.calls) and turn.finished_cleanly
 
 
-def test_wire_md_composite_matches_the_openai_sdk_accumulator():
-    """The WIRE.md B3 composite stream gives the SDK's call, and its final Response has the same arguments."""
+def test_composite_stream_matches_the_openai_sdk_accumulator():
+    """The composite stream gives the SDK's call, and its final Response has the same arguments."""
     events = stream(function_item(0, "fc_1", "call_1", "get_weather", '{"location":"Paris"}', (12,)))
     state = ResponseStreamState(input_tools=omit, text_format=omit)
     out = []

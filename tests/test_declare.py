@@ -960,3 +960,22 @@ def test_cli_declare_usage_errors_exit_2(tools_file, capsys, argv):
         raise SystemExit(main(["declare", path, *argv]))
     assert info.value.code == 2
     assert capsys.readouterr().out == ""
+
+
+def test_strict_refusals_of_every_tool_are_collected():
+    """Strict mode refusing several tools raises for the first, carrying every refusal in errors, the limits
+    the other tools break in findings, and the count of the others in its message."""
+    open_map = {"type": "object",
+                "properties": {"tags": {"type": "object", "additionalProperties": {"type": "string"}}}}
+    one_of = {"type": "object", "properties": {"x": {"oneOf": [{"type": "string"}, {"type": "integer"}]}}}
+    plain = {"type": "object", "properties": {"y": {"type": "string"}}}
+    with pytest.raises(StrictSchemaError) as info:
+        declare("openai-chat", [_spec("tagger", open_map), _spec("fine", plain), _spec("matcher", one_of),
+                                _spec("bad.name", plain)], strict=True)
+    err = info.value
+    assert [(e.tool, e.construct) for e in err.errors] == [("tagger", "additionalProperties"), ("matcher", "oneOf")]
+    assert [(f.tool, f.limit) for f in err.findings] == [("bad.name", "name_pattern")]
+    assert err.errors[0] is err and "(and 2 more)" in str(err) and "(and" not in err.message
+    with pytest.raises(StrictSchemaError) as alone:
+        declare("openai-chat", [_spec("tagger", open_map)], strict=True)
+    assert alone.value.errors == (alone.value,) and alone.value.findings == () and "more" not in str(alone.value)

@@ -115,8 +115,8 @@ def test_chat_interleaved_parallel_fragments_match_openai_sdk(calls, plan, ensur
     assert [c.index for c in turn.calls] == list(range(len(calls)))
 
 
-def test_chat_wire_md_composite_matches_openai_sdk():
-    """OpenAI Chat: the WIRE.md A3 composite (two parallel calls) gives the SDK's calls."""
+def test_chat_composite_stream_matches_openai_sdk():
+    """OpenAI Chat: a composite stream (two parallel calls) gives the SDK's calls."""
     calls = [("call_abc", "get_weather", {"location": "Paris"}), ("call_def", "get_time", {})]
     data = chat_stream(calls, fragment_sizes=(12,))
     sdk = sdk_chat_calls(sdk_chat_state(data).get_final_completion().choices[0].message)
@@ -220,8 +220,9 @@ def test_anthropic_stream_cut_mid_input_is_truncated(calls, plan, data):
 def test_chat_repeated_id_and_name_are_not_concatenated():
     """A server repeating id and name on every fragment: the SDK concatenates them, toolwire keeps them.
 
-    Deliberately stricter (WIRE.md A3, A6 vLLM/OCI quirks): the SDK's ``accumulate_delta`` appends every string
-    field, giving ``get_weatherget_weather…``; toolwire sets id and name once and ignores identical repeats.
+    Deliberately stricter (the vLLM and OCI quirks of failure modes 3 and 6 in docs/failure-modes.md): the SDK's
+    ``accumulate_delta`` appends every string field, giving ``get_weatherget_weather…``; toolwire sets id and name
+    once and ignores identical repeats.
     """
     events = chat_events([("call_abc", "get_weather", {"location": "Paris", "unit": "celsius"})],
                          fragment_sizes=(9,))

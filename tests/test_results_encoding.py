@@ -148,7 +148,7 @@ def gemini_content(content: dict) -> gt.Content:
 
 
 def without_chat_extensions(message: dict) -> dict:
-    """A Chat message without the documented provider extensions the openai SDK does not type (WIRE.md A6):
+    """A Chat message without the documented provider extensions the openai SDK does not type:
     DeepSeek's ``reasoning_content`` and Gemini's ``tool_calls[].extra_content``."""
     message = {k: v for k, v in message.items() if k != "reasoning_content"}
     if "tool_calls" in message:
@@ -451,7 +451,7 @@ def assert_history_shape(provider: str, turn: toolwire.Turn, msgs: list[Any]) ->
         calls = [i["call_id"] for i in msgs if i.get("type") == "function_call"]
         outs = [i["call_id"] for i in msgs if i.get("type") == "function_call_output"]
         assert calls == ids and outs == ids and len(msgs) == 1 + 2 * n
-        assert msgs[0] == REASONING  # the reasoning item first, verbatim (PITFALL 19)
+        assert msgs[0] == REASONING  # the reasoning item first, verbatim (docs/failure-modes.md, 19)
     elif provider == "anthropic":
         assert [m["role"] for m in msgs] == ["assistant", "user"]
         assert [b["id"] for b in msgs[0]["content"] if b["type"] == "tool_use"] == ids

@@ -1,4 +1,5 @@
-"""The ``toolwire`` command line: ``parse``, ``trace``, ``diagram``.
+"""The ``toolwire`` command line (also ``python -m toolwire``): ``parse``, ``trace``, ``diagram`` here; ``declare``
+and ``audit`` in ``cli_declare``; ``demo`` and ``chat`` in ``cli_harness``.
 
 ``toolwire parse --provider P [--format auto|sse|jsonl|json] [--fragment SEED] [FILE|-]`` prints one JSON
 document describing the turn. Exit codes: 0 a turn was produced (truncated calls included: their state says so),
@@ -159,9 +160,12 @@ def _logging_options() -> argparse.ArgumentParser:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="toolwire", description="Tool-call harness core: parse provider tool calls.")
+    p = _Parser(prog="toolwire", description="One canonical tool call from every LLM provider dialect: parse and "
+                "trace responses, declare and audit tools, run the harness loop against the simulated provider "
+                "(demo) or a real one (chat).")
     p.add_argument("--version", action="version", version=f"toolwire {__version__}")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser,
+                           help="the command to run ('toolwire COMMAND --help' for its options)")
     common = _logging_options()
     pp = sub.add_parser("parse", help="parse one model response and print its calls as JSON", parents=[common])
     pp.add_argument("--provider", required=True, metavar="P",
@@ -185,7 +189,8 @@ def build_parser() -> argparse.ArgumentParser:
     pt.add_argument("--provider", required=True, metavar="P", help=f"dialect of the input: {', '.join(PROVIDERS)}")
     pt.add_argument("--format", default="auto", choices=FORMATS, help="as for parse")
     pt.add_argument("--diagram", metavar="DIR", help="also write one diagram per call, its path highlighted")
-    pt.add_argument("--diagram-format", default="mermaid", choices=diagram.FORMATS)
+    pt.add_argument("--diagram-format", default="mermaid", choices=diagram.FORMATS,
+                    help="the format of the --diagram files: mermaid (default), dot or svg (needs Graphviz's dot)")
     pt.add_argument("file", nargs="?", default="-", metavar="FILE", help="input file, or - for stdin (default)")
     pt.set_defaults(func=_cmd_trace)
 

@@ -11,7 +11,7 @@ TOOLS.json (or ``-`` for stdin) is a list of canonical tools ``[{"name", "descri
 MCP ``tools/list`` result ``{"tools": [{"name", "description", "inputSchema"}]}``, or a dialect's tools array.
 
 Exit codes: 0 ok (``audit``: even with findings); 1 TOOLS.json is unusable, or (``declare``) a limit is exceeded
-or the schema cannot be expressed (message on stderr); 2 usage errors.
+or a schema cannot be expressed (one line on stderr per problem, for every tool); 2 usage errors.
 """
 
 from __future__ import annotations
@@ -73,8 +73,11 @@ def _cmd_declare(args: argparse.Namespace) -> int:
         for finding in exc.findings:
             print(f"toolwire declare: {finding.describe()}", file=sys.stderr)
         return 1
-    except (StrictSchemaError, SchemaConversionError) as exc:
-        print(f"toolwire declare: {args.provider}: {exc}", file=sys.stderr)
+    except (StrictSchemaError, SchemaConversionError) as exc:  # every tool's refusal, then the limits broken
+        for refusal in exc.errors:
+            print(f"toolwire declare: {args.provider}: {refusal.message}", file=sys.stderr)
+        for finding in exc.findings:
+            print(f"toolwire declare: {finding.describe()}", file=sys.stderr)
         return 1
     except ToolDeclarationError as exc:
         print(f"toolwire declare: {exc}", file=sys.stderr)

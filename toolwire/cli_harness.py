@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from typing import Any
 
@@ -65,6 +66,10 @@ def _load_tools(spec: str) -> Any:
     from .registry import Registry, Tool
 
     module_name, _, attr = spec.partition(":")
+    # as ``python -m`` does, the current directory comes first: ``--tools mytools`` finds ./mytools.py (the
+    # console script's own sys.path[0] is its bin directory, not where the user is)
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
@@ -102,12 +107,15 @@ def _cmd_chat(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Add ``demo`` and ``chat`` to the subcommands ``sub`` (``common`` holds the logging options)."""
     from .harness.demo import SCENARIO_NAMES
 
     pd = sub.add_parser("demo", help="run the scenarios against the simulated provider over real HTTP",
                         parents=[common])
-    pd.add_argument("--provider", default="all", choices=("all", *PROVIDERS))
-    pd.add_argument("--scenario", default="all", choices=("all", *SCENARIO_NAMES))
+    pd.add_argument("--provider", default="all", choices=("all", *PROVIDERS),
+                    help="the dialect to run (default all: every one in turn)")
+    pd.add_argument("--scenario", default="all", choices=("all", *SCENARIO_NAMES),
+                    help="the scenario to run (default all)")
     pd.add_argument("--lang", default="en", help="en (default), pt-BR or es: the prompts and fallback messages")
     pd.add_argument("--trace", action="store_true", help="also print each turn's trace and the request count")
     pd.add_argument("--json", action="store_true", help="print one JSON document (a contract)")
@@ -123,14 +131,18 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
     pc = sub.add_parser("chat", help="ask a real provider, running its tool calls through your tools",
                         parents=[common])
-    pc.add_argument("--provider", required=True, choices=PROVIDERS)
-    pc.add_argument("--model", required=True)
+    pc.add_argument("--provider", required=True, choices=PROVIDERS,
+                    help="the provider's dialect; its key comes from the environment (OPENAI_API_KEY, "
+                         "ANTHROPIC_API_KEY, GEMINI_API_KEY or GOOGLE_API_KEY)")
+    pc.add_argument("--model", required=True, help="the model name the provider expects")
     pc.add_argument("--tools", required=True, metavar="MODULE[:ATTR]",
-                    help="a module with TOOLS (a list of toolwire.Tool) or registry (a Registry)")
+                    help="a module with TOOLS (a list of toolwire.Tool) or registry (a Registry), imported with "
+                         "the current directory first on the path (mytools finds ./mytools.py)")
     pc.add_argument("--base-url", default=None, help="override the provider's base URL")
-    pc.add_argument("--system", default=None)
-    pc.add_argument("--lang", default="en")
+    pc.add_argument("--system", default=None, help="a system prompt (instructions) for the model")
+    pc.add_argument("--lang", default="en", help="en (default), pt-BR or es: the language of fallback messages")
     pc.add_argument("--no-stream", action="store_true", help="ask for whole responses instead of streams")
-    pc.add_argument("--json", action="store_true")
-    pc.add_argument("prompt")
+    pc.add_argument("--json", action="store_true",
+                    help="print the answer, whether it is the fallback, and the calls as one JSON document")
+    pc.add_argument("prompt", help="the user's message")
     pc.set_defaults(func=_cmd_chat)

@@ -3,8 +3,8 @@ and repair a stored conversation before the next request.
 
 Which calls are answered: every call of the replayed assistant message, whatever its state. A truncated,
 errored or not-run call is replayed too (its arguments in an accepted form) and answered with its ``not_run``
-result, so no call is ever left without exactly one result (PITFALL 25). A call for which ``results`` holds
-nothing is answered with an error result saying no result was recorded.
+result, so no call is ever left without exactly one result (failure mode 25 in docs/failure-modes.md). A call
+for which ``results`` holds nothing is answered with an error result saying no result was recorded.
 
 Several choices (Chat ``n > 1``, Gemini candidates): a history continues one of them, the one whose calls were
 run. The results say which: the replayed message is that choice's (``Choice.assistant_message``) and only its
@@ -12,9 +12,9 @@ calls are answered; with no results it is the choice ``turn.assistant_message`` 
 for calls of two choices are a ``UsageError``.
 
 Pairing is by ``local_id``, never by position; results come out in call order whatever order they were given in
-(PITFALL 24). Malformed arguments are replayed as ``{"_invalid_arguments": "<the raw text>"}`` (a JSON object
+(failure mode 24). Malformed arguments are replayed as ``{"_invalid_arguments": "<the raw text>"}`` (a JSON object
 string for OpenAI ``arguments``, an object for Anthropic ``input``, Gemini ``args`` and Interactions
-``arguments``): the provider accepts it and the model sees what it sent (PITFALL 21).
+``arguments``): the provider accepts it and the model sees what it sent (failure mode 21).
 
 Calls without the id a provider requires (a Chat server that sent none) are answered under a synthetic id made
 of the response id and the call's ``local_id``; the replayed call carries the same id. ``echo_ids`` matters only
@@ -212,7 +212,7 @@ def repair_history(provider: str, messages: Iterable[Any], *, echo_ids: bool = T
 
 _BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
-#: Call id rules of servers stricter than the dialect they speak (WIRE A6, PITFALL 20).
+#: Call id rules of servers stricter than the dialect they speak (failure mode 20 in docs/failure-modes.md).
 CALL_ID_RULES = {
     "mistral": (r"[a-zA-Z0-9]{9}", 9),
 }
@@ -234,7 +234,7 @@ def remap_call_ids(provider: str, messages: Iterable[Any], *, rule: str = "mistr
     """A copy of a Chat or Anthropic conversation whose call ids all satisfy ``rule`` (Mistral: exactly nine
     ASCII letters and digits), with each call and its result renamed consistently, and the mapping used.
 
-    For a conversation that moves to a server with stricter ids than the one that made them (PITFALL 20). Ids
+    For a conversation that moves to a server with stricter ids than the one that made them (failure mode 20). Ids
     that already satisfy the rule are kept; the others get a deterministic id derived from the original (the
     same input gives the same output), unique within the conversation. The input is not modified. Raises
     ``UsageError`` for another provider or an unknown rule.

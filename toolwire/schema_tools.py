@@ -2,7 +2,7 @@
 
 A tool's input schema is JSON Schema (Draft 2020-12). Two providers want something else:
 
-* **OpenAI strict mode** (``strict: true``, WIRE A1 / F1) accepts a subset: every object closed with
+* **OpenAI strict mode** (``strict: true``) accepts a subset: every object closed with
   ``additionalProperties: false``, every property listed in ``required``, an optional property written as a
   union with ``null``. ``strict_schema`` rewrites a schema into that form, or raises ``StrictSchemaError``
   naming the construct strict mode cannot express (``patternProperties``, an open ``additionalProperties`` map,
@@ -11,7 +11,7 @@ A tool's input schema is JSON Schema (Draft 2020-12). Two providers want somethi
   reported: toolwire still validates arguments against the original schema before a handler runs.
   ``from_strict_arguments`` undoes the optional-as-null encoding on arguments that come back.
 
-* **Gemini's ``parameters``** (WIRE D1) is an OpenAPI 3.0 ``Schema``: no ``$ref`` (references are inlined; a
+* **Gemini's ``parameters``** is an OpenAPI 3.0 ``Schema``: no ``$ref`` (references are inlined; a
   recursive one is refused), nullability as ``nullable: true`` (``anyOf [X, null]`` and ``type: [X, "null"]``
   map onto it), ``type`` in upper case, string-only ``enum``, no ``oneOf``/``allOf``/``not``/``const``/
   ``additionalProperties``. ``gemini_schema`` converts and returns every loss. Every loss it reports widens
@@ -69,32 +69,46 @@ class Conversion(msgspec.Struct, frozen=True, kw_only=True):
     losses: tuple[Loss, ...] = ()
 
 
-class StrictSchemaError(ToolDeclarationError):
+class _SchemaRefusal(ToolDeclarationError):
+    """A schema a transform cannot express, in ``dialect``, at ``path``.
+
+    ``declare`` transforms every tool before it raises, so the error it raises tells about the whole tool set:
+    ``errors`` holds every refusal of the declaration (one per tool, this one first; ``(self,)`` when raised by a
+    transform alone) and ``findings`` the limits the rest of the declaration breaks (``LimitFinding``s).
+    """
+
+    def __init__(self, message: str, *, tool: str | None, dialect: str | None, path: str, rule: str) -> None:
+        super().__init__(message, tool=tool, rule=rule)
+        self.dialect = dialect
+        self.path = path
+        self.errors: tuple[_SchemaRefusal, ...] = (self,)
+        self.findings: tuple[Any, ...] = ()
+
+
+class StrictSchemaError(_SchemaRefusal):
     """OpenAI strict mode cannot express a schema.
 
     Attributes: ``tool``, ``dialect``, ``path`` (``$``-rooted, into the original schema), ``construct`` (the
-    keyword or construct, e.g. ``patternProperties``), and ``rule`` (``"strict mode subset"``).
+    keyword or construct, e.g. ``patternProperties``), ``rule`` (``"strict mode subset"``), and from ``declare``
+    ``errors`` (every tool's refusal) and ``findings`` (the limits the other tools break).
     """
 
     def __init__(self, message: str, *, tool: str | None = None, dialect: str | None = None, path: str = "$",
                  construct: str) -> None:
-        super().__init__(message, tool=tool, rule="strict mode subset")
-        self.dialect = dialect
-        self.path = path
+        super().__init__(message, tool=tool, dialect=dialect, path=path, rule="strict mode subset")
         self.construct = construct
 
 
-class SchemaConversionError(ToolDeclarationError):
+class SchemaConversionError(_SchemaRefusal):
     """A schema cannot be converted to Gemini's OpenAPI subset at all (a recursive ``$ref``, ``false``).
 
-    Attributes: ``tool``, ``dialect``, ``path``, ``keyword``, and ``rule`` (``"OpenAPI 3.0 subset"``).
+    Attributes: ``tool``, ``dialect``, ``path``, ``keyword``, ``rule`` (``"OpenAPI 3.0 subset"``), and from
+    ``declare`` ``errors`` and ``findings`` as for ``StrictSchemaError``.
     """
 
     def __init__(self, message: str, *, tool: str | None = None, dialect: str | None = None, path: str = "$",
                  keyword: str) -> None:
-        super().__init__(message, tool=tool, rule="OpenAPI 3.0 subset")
-        self.dialect = dialect
-        self.path = path
+        super().__init__(message, tool=tool, dialect=dialect, path=path, rule="OpenAPI 3.0 subset")
         self.keyword = keyword
 
 

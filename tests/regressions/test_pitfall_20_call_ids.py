@@ -1,4 +1,5 @@
-"""PITFALL 20: Mistral accepts only 9-character alphanumeric call ids; ids from another provider are mapped."""
+"""Failure mode 20 (docs/failure-modes.md): Mistral accepts only 9-character alphanumeric call ids; ids from
+another provider are mapped."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Regression tests, one per failure mode in PITFALLS.md that applies to the Chat and Anthropic dialects.
+"""Regression tests, one per failure mode in docs/failure-modes.md that applies to the Chat and Anthropic dialects.
 
-Each test is named ``test_pitfall_NN_…`` after the entry it pins; the ones marked (effect) in PITFALLS.md are
+Each test is named ``test_pitfall_NN_…`` after the entry it pins; the ones marked (effect) there are
 also checked over every chunk boundary with hypothesis, because getting them wrong runs or repeats an effect.
 """
 

@@ -1,4 +1,4 @@
-"""Regression tests for the dispatch pitfalls of PITFALLS.md (22, 23, 24, 26, 27, 28).
+"""Regression tests for the dispatch failure modes of docs/failure-modes.md (22, 23, 24, 26, 27, 28).
 
 Each test is named ``test_pitfall_NN_…`` after the entry it pins; the (effect) entries (26, 27) are also checked
 over every chunk boundary with hypothesis: however the bytes arrive, nothing runs that must not.

@@ -1,9 +1,9 @@
-"""Regression tests for the Gemini entries of PITFALLS.md (16: thought signatures, 17: call ids).
+"""Regression tests for the Gemini entries of docs/failure-modes.md (16: thought signatures, 17: call ids).
 
 16 — Gemini 3 thought signatures dropped in streaming or rebuilt wrongly make the next request fail with HTTP 400
      ("Function call is missing a thought_signature in functionCall parts"): only the first of parallel calls
      carries one, it may arrive on a later (empty-text) part, and it must be replayed on the exact part
-     (WIRE.md D3; pydantic/pydantic-ai#3481, vercel/ai#12402).
+     (pydantic/pydantic-ai#3481, vercel/ai#12402).
 17 — ``functionCall.id`` must be echoed exactly in ``functionResponse.id`` ("functionResponse.id does not match
      functionCall.id"); older models send no id, and results must then be paired without inventing one.
 """

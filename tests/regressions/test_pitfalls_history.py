@@ -1,4 +1,4 @@
-"""Regression tests for the PITFALLS.md entries about results and history (all five dialects).
+"""Regression tests for the entries of docs/failure-modes.md about results and history (all five dialects).
 
 17: Gemini ``functionCall.id`` must be echoed in ``functionResponse.id`` where the endpoint uses ids and omitted
     where it rejects them; pairing results by position when the order differs gives 400.

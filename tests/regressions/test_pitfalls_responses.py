@@ -1,6 +1,6 @@
-"""Regression tests for the PITFALLS.md entries that apply to the OpenAI Responses dialect.
+"""Regression tests for the entries of docs/failure-modes.md that apply to the OpenAI Responses dialect.
 
-PITFALL 19: a ``function_call`` replayed without its ``reasoning`` item (or the reverse) gets HTTP 400; argument
+19: a ``function_call`` replayed without its ``reasoning`` item (or the reverse) gets HTTP 400; argument
 deltas carry ``item_id`` (``fc_…``) while results are answered with ``call_id``.
 """
 

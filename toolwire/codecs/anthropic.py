@@ -1,6 +1,6 @@
 """Anthropic Messages: streaming events and non-streaming message bodies.
 
-Wire facts (WIRE.md C): ``message_start`` → per block ``content_block_start`` / ``content_block_delta`` /
+Wire facts: ``message_start`` → per block ``content_block_start`` / ``content_block_delta`` /
 ``content_block_stop`` (``index`` is the position in ``message.content``) → ``message_delta`` (``stop_reason``)
 → ``message_stop``, the stream's terminator (nothing but a ``ping`` may follow it); ``ping`` and ``error`` may
 appear anywhere before it; unknown event and delta types are skipped.

@@ -1,8 +1,9 @@
-"""Provider differences as data (DESIGN section 7): one capabilities record per dialect and endpoint.
+"""Provider differences as data (docs/architecture.md): one capabilities record per dialect and endpoint.
 
 Codecs, the registry (name checks when declaring), the retry policy and ``toolwire audit`` read these records;
-nothing else hard-codes a provider limit. Every value names its source (WIRE.md section); values the providers
-do not document are marked ``documented=False`` and say what was observed instead.
+nothing else hard-codes a provider limit. Every value names its source (a provider's documentation, an SDK type or
+an error text); values the providers do not document are marked ``documented=False`` and say what was observed
+instead.
 """
 
 from __future__ import annotations
@@ -48,8 +49,8 @@ class Capabilities(msgspec.Struct, frozen=True, kw_only=True):
     max_schema_properties: Limit = Limit(None, "not documented", documented=False)
     #: enum values across one strict schema
     max_enum_values: Limit = Limit(None, "not documented", documented=False)
-    #: size of one call's arguments (no provider documents one: WIRE F1 "Args / size")
-    max_argument_bytes: Limit = Limit(None, "WIRE F1: not documented", documented=False)
+    #: size of one call's arguments (no provider documents one)
+    max_argument_bytes: Limit = Limit(None, "not documented", documented=False)
     #: rule for top-level parameter (property) names, where the provider has one; None = no rule
     param_name_pattern: str | None = None
     param_name_source: str = ""
@@ -70,13 +71,16 @@ _PERMANENT = (400, 401, 403, 404, 422)
 CAPABILITIES: dict[str, Capabilities] = {
     "openai-chat": Capabilities(
         dialect="openai-chat", endpoint="POST /v1/chat/completions",
-        name_pattern=r"[a-zA-Z0-9_-]{1,64}", name_max=64, name_source="WIRE A1 / F1 (function_definition.py)",
-        max_tools=Limit(128, "WIRE F1: array_above_max_length on tools"),
-        schema_depth=Limit(10, "WIRE F1: strict mode nesting (older limit 5)", documented=True, applies="strict"),
-        max_request_bytes=Limit(None, "WIRE F1: not documented", documented=False),
-        max_schema_properties=Limit(5000, "WIRE F1: strict mode properties", applies="strict"),
-        max_enum_values=Limit(1000, "WIRE F1: strict mode enum values", applies="strict"),
-        tool_kinds=("function", "custom"), tool_kinds_source="WIRE A1 (chat_completion_custom_tool_param.py)",
+        name_pattern=r"[a-zA-Z0-9_-]{1,64}", name_max=64,
+        name_source="openai-python types (function_definition.py)",
+        max_tools=Limit(128, "OpenAI API error array_above_max_length on tools"),
+        schema_depth=Limit(10, "OpenAI Structured Outputs: strict mode nesting (older limit 5)", documented=True,
+                           applies="strict"),
+        max_request_bytes=Limit(None, "not documented", documented=False),
+        max_schema_properties=Limit(5000, "OpenAI Structured Outputs: strict mode properties", applies="strict"),
+        max_enum_values=Limit(1000, "OpenAI Structured Outputs: strict mode enum values", applies="strict"),
+        tool_kinds=("function", "custom"),
+        tool_kinds_source="openai-python types (chat_completion_custom_tool_param.py)",
         ids_echoed="tool message tool_call_id = tool_calls[].id",
         signatures="none (Gemini's compatible endpoint: tool_calls[].extra_content.google.thought_signature)",
         tool_turn_finish=("tool_calls", "stop", "function_call"),
@@ -87,13 +91,14 @@ CAPABILITIES: dict[str, Capabilities] = {
     ),
     "openai-responses": Capabilities(
         dialect="openai-responses", endpoint="POST /v1/responses",
-        name_pattern=r"[a-zA-Z0-9_-]{1,64}", name_max=64, name_source="WIRE B1 / F1",
-        max_tools=Limit(128, "WIRE F1: array_above_max_length on tools"),
-        schema_depth=Limit(10, "WIRE F1: strict mode nesting", applies="strict"),
-        max_request_bytes=Limit(None, "WIRE F1: not documented", documented=False),
-        max_schema_properties=Limit(5000, "WIRE F1: strict mode properties", applies="strict"),
-        max_enum_values=Limit(1000, "WIRE F1: strict mode enum values", applies="strict"),
-        tool_kinds=("function", "custom"), tool_kinds_source="WIRE B1 (custom_tool_param.py)",
+        name_pattern=r"[a-zA-Z0-9_-]{1,64}", name_max=64,
+        name_source="OpenAI Responses function tools (the Chat Completions rule)",
+        max_tools=Limit(128, "OpenAI API error array_above_max_length on tools"),
+        schema_depth=Limit(10, "OpenAI Structured Outputs: strict mode nesting", applies="strict"),
+        max_request_bytes=Limit(None, "not documented", documented=False),
+        max_schema_properties=Limit(5000, "OpenAI Structured Outputs: strict mode properties", applies="strict"),
+        max_enum_values=Limit(1000, "OpenAI Structured Outputs: strict mode enum values", applies="strict"),
+        tool_kinds=("function", "custom"), tool_kinds_source="openai-python types (custom_tool_param.py)",
         ids_echoed="function_call_output.call_id = function_call.call_id (not the fc_ item id)",
         signatures="reasoning items (encrypted_content) replayed before their function_call",
         tool_turn_finish=("completed",),
@@ -104,11 +109,11 @@ CAPABILITIES: dict[str, Capabilities] = {
     ),
     "anthropic": Capabilities(
         dialect="anthropic", endpoint="POST /v1/messages",
-        name_pattern=r"[a-zA-Z0-9_-]{1,128}", name_max=128, name_source="WIRE C1 (API error text)",
-        max_tools=Limit(None, "WIRE F1: not documented for Messages", documented=False),
-        schema_depth=Limit(None, "WIRE F1: not documented", documented=False),
-        max_request_bytes=Limit(32 * 1024 * 1024, "WIRE C6 / F1: 413 request_too_large"),
-        tool_kinds_source="WIRE C1: every client tool takes a JSON Schema input",
+        name_pattern=r"[a-zA-Z0-9_-]{1,128}", name_max=128, name_source="Anthropic API error text",
+        max_tools=Limit(None, "not documented for Messages", documented=False),
+        schema_depth=Limit(None, "not documented", documented=False),
+        max_request_bytes=Limit(32 * 1024 * 1024, "Anthropic API: 413 request_too_large"),
+        tool_kinds_source="Anthropic Messages: every client tool takes a JSON Schema input",
         ids_echoed="tool_result.tool_use_id = tool_use.id; all results first in one user message",
         signatures="thinking.signature and redacted_thinking.data, replayed verbatim before tool_use",
         tool_turn_finish=("tool_use", "end_turn", "stop_sequence", "pause_turn"),
@@ -119,14 +124,15 @@ CAPABILITIES: dict[str, Capabilities] = {
     ),
     "gemini": Capabilities(
         dialect="gemini", endpoint="POST models/{m}:generateContent / :streamGenerateContent",
-        name_pattern=r"[A-Za-z_][A-Za-z0-9_.:-]{0,127}", name_max=128, name_source="WIRE D1 (types.py FunctionDeclaration)",
-        max_tools=Limit(512, "WIRE F1: function_declarations (older Vertex: 64)"),
-        schema_depth=Limit(None, "WIRE F1: not documented", documented=False),
-        max_request_bytes=Limit(None, "WIRE F1: not documented", documented=False),
+        name_pattern=r"[A-Za-z_][A-Za-z0-9_.:-]{0,127}", name_max=128,
+        name_source="google-genai types.py (FunctionDeclaration)",
+        max_tools=Limit(512, "Gemini API: function_declarations (older Vertex: 64)"),
+        schema_depth=Limit(None, "not documented", documented=False),
+        max_request_bytes=Limit(None, "not documented", documented=False),
         param_name_pattern=r"[A-Za-z_][A-Za-z0-9_]{0,63}",
-        param_name_source="WIRE D1 (types.py FunctionDeclaration.parameters)",
+        param_name_source="google-genai types.py (FunctionDeclaration.parameters)",
         param_name_applies="openapi",
-        tool_kinds_source="WIRE D1: functionDeclarations only",
+        tool_kinds_source="Gemini: functionDeclarations only",
         ids_echoed="functionResponse.id = functionCall.id when the call had one; name always",
         signatures="thoughtSignature on the exact part (only the first of parallel calls)",
         tool_turn_finish=("STOP",),
@@ -138,11 +144,11 @@ CAPABILITIES: dict[str, Capabilities] = {
     "gemini-interactions": Capabilities(
         dialect="gemini-interactions", endpoint="POST /v1beta/interactions",
         name_pattern=r"[A-Za-z_][A-Za-z0-9_.:-]{0,127}", name_max=128,
-        name_source="WIRE E1 (as generateContent; not documented separately)",
+        name_source="Gemini Interactions: as generateContent (not documented separately)",
         max_tools=Limit(None, "not documented", documented=False),
         schema_depth=Limit(None, "not documented", documented=False),
         max_request_bytes=Limit(None, "not documented", documented=False),
-        tool_kinds_source="WIRE E1: function tools only",
+        tool_kinds_source="Gemini Interactions: function tools only",
         ids_echoed="function_result.call_id = function_call.id",
         signatures="thought steps (signature) and thought_signature deltas",
         tool_turn_finish=("requires_action", "completed"),

@@ -1,12 +1,12 @@
 """Gemini ``generateContent`` / ``streamGenerateContent`` (Gemini API and Vertex AI): chunks and unary bodies.
 
-Wire facts (WIRE.md D): every payload is a whole ``GenerateContentResponse`` (one SSE ``data:`` message with
+Wire facts: every payload is a whole ``GenerateContentResponse`` (one SSE ``data:`` message with
 ``alt=sse``, one element of the JSON array streamed without it, or the unary body; a ``format="json"`` body may be
 that whole array). Candidates are choices. ``functionCall`` parts arrive whole (``args`` is an object; a JSON
 string is tolerated; no ``args`` is ``{}``; ``id`` is optional), so they are opened and completed at once.
 Built-in ``toolCall`` parts run at Google and go to ``server_calls``; ``toolResponse`` parts are replay only.
 
-Vertex streamed arguments (WIRE.md D5): a ``functionCall`` with ``name`` and ``willContinue: true`` opens a
+Vertex streamed arguments: a ``functionCall`` with ``name`` and ``willContinue: true`` opens a
 call; the following ``functionCall`` parts carry ``partialArgs`` (typed values by JSON path; string fragments of
 one path concatenate) and omit name and id; ``{"willContinue": true}`` parts are separators; an empty
 ``functionCall: {}`` ends the call. When that end marker never comes, a ``STOP`` finish ends the call provided
@@ -19,13 +19,13 @@ is no sentinel, so a stream that closes without one was cut. A response streamed
 array: a value after it is a protocol error. Errors arrive as ``{"error": {code, message, status, details}}``,
 possibly wrapped in a one-element array.
 
-Replay (D3, PITFALL 16): ``assistant_message()`` is the model ``Content`` of candidate 0 with every part
-verbatim and in order (``thoughtSignature`` on its exact part, empty-text signature parts kept); a streamed call
-is replayed as the one whole ``functionCall`` part it stands for, at its start part's position. Calls keep
-their part's signature in ``provider_meta["thought_signature"]`` and the position of their part in
-``provider_meta["part_index"]``; a signature that arrives on a later empty part before any call of the candidate
-was signed is also recorded on the first call, with ``provider_meta["thought_signature_part"]`` giving the part
-that carries it (replay it there, not on the call's part).
+Replay (failure mode 16 in docs/failure-modes.md): ``assistant_message()`` is the model ``Content`` of
+candidate 0 with every part verbatim and in order (``thoughtSignature`` on its exact part, empty-text signature parts
+kept); a streamed call is replayed as the one whole ``functionCall`` part it stands for, at its start part's position.
+Calls keep their part's signature in ``provider_meta["thought_signature"]`` and the position of their part in
+``provider_meta["part_index"]``; a signature that arrives on a later empty part before any call of the candidate was
+signed is also recorded on the first call, with ``provider_meta["thought_signature_part"]`` giving the part that carries
+it (replay it there, not on the call's part).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Gemini Interactions API (``POST /v1beta/interactions``): streaming events and non-streaming bodies.
 
-Wire facts (WIRE.md E): SSE with ``event:`` and a payload discriminated by ``event_type`` (not ``type``); the
+Wire facts: SSE with ``event:`` and a payload discriminated by ``event_type`` (not ``type``); the
 stream ends with ``data: [DONE]``. Current ("steps") schema: ``interaction.created`` → per step ``step.start
 {index, step}`` / ``step.delta {index, delta}`` / ``step.stop {index}`` → ``interaction.completed {interaction:
 {status}}`` → ``[DONE]``; ``interaction.status_update`` and ``error {error: {code, message}}`` may appear anywhere

@@ -1,16 +1,16 @@
 """OpenAI Chat Completions (and OpenAI-compatible servers): streaming chunks and non-streaming bodies.
 
-Wire facts (WIRE.md A): chunks have no ``event:`` name; ``choices[].delta.tool_calls[]`` carry ``index``, and
+Wire facts: chunks have no ``event:`` name; ``choices[].delta.tool_calls[]`` carry ``index``, and
 ``id``/``type``/``function.name`` on a call's first fragment only; ``arguments`` are string fragments; the
 choice's ``finish_reason`` is the terminator (``stop`` after tool calls is tolerated); ``data: [DONE]`` ends the
 stream (a payload after it is a protocol error); ``choices: []`` appears in usage-only and Azure content-filter
 chunks. Errors arrive in-stream as a top-level ``error`` (OpenAI, OpenRouter, Groq's ``event: error``) or as
 ``{"object": "error", …}`` (vLLM, Mistral).
 
-Correlation (PITFALLS 1 to 6): by id first, then index, then the latest open call; ``id`` and ``name`` are set
-once and never appended (a repeat is ignored, a conflicting name is a problem); a new id without a name on an
-index whose call is still open is a continuation (servers that mint an id per fragment); two whole calls that
-share index 0 with different ids stay separate.
+Correlation (failure modes 1 to 6 in docs/failure-modes.md): by id first, then index, then the latest open
+call; ``id`` and ``name`` are set once and never appended (a repeat is ignored, a conflicting name is a problem); a new
+id without a name on an index whose call is still open is a continuation (servers that mint an id per fragment); two
+whole calls that share index 0 with different ids stay separate.
 """
 
 from __future__ import annotations
@@ -345,7 +345,7 @@ class OpenAIChatCodec(Codec):
     @staticmethod
     def _starts_new_call(st: _ChoiceCalls, rec: Any, name: str, args: Any) -> bool:
         """A name re-sent without an id at a used index: a new call (Ollama's parallel calls all at index 0)
-        unless it is the same call repeated (PITFALL 3) or its arguments resent (PITFALL 2). A new call starts
+        unless it is the same call repeated (failure mode 3) or its arguments resent (failure mode 2). A new call starts
         only after the previous one's text is a whole JSON object or array; that is tracked incrementally
         (``_Shape``), so checking every fragment of a call costs time linear in its text."""
         if name != rec.name:

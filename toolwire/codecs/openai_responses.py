@@ -1,15 +1,16 @@
 """OpenAI Responses API (``POST /v1/responses``): streaming events and non-streaming response bodies.
 
-Wire facts (WIRE.md B): every stream event carries ``type`` and an increasing ``sequence_number``;
+Wire facts: every stream event carries ``type`` and an increasing ``sequence_number``;
 ``response.created`` → per output item ``response.output_item.added`` / argument deltas / ``….done`` /
 ``response.output_item.done`` → ``response.completed`` | ``response.incomplete`` | ``response.failed``, the
 stream's terminator (only the ``[DONE]`` some proxies add may follow it); the flat ``error`` event may come anywhere
 before it (some servers nest an ``error`` object in it); unknown event types are skipped.
 A body is the Response object itself (``{"object": "response", "output": [...], "status": ...}``).
 
-Three ids (PITFALL 19): an item's ``id`` (``fc_…``) is what argument deltas name in ``item_id``; its ``call_id``
-is what the result answers; ``sequence_number`` orders the events (a gap or a step back is a protocol error on
-the turn: events were lost, so no call of it may run, but the calls still parse so they can be inspected).
+Three ids (failure mode 19 in docs/failure-modes.md): an item's ``id`` (``fc_…``) is what argument deltas
+name in ``item_id``; its ``call_id`` is what the result answers; ``sequence_number`` orders the events (a gap or a step
+back is a protocol error on the turn: events were lost, so no call of it may run, but the calls still parse so they can
+be inspected).
 
 Items: ``function_call`` (arguments streamed as ``function_call_arguments.delta``) and ``custom_tool_call``
 (free text streamed as ``custom_tool_call_input.delta``) end at their ``….done`` event, or at

@@ -1,10 +1,10 @@
 """The harness loop: request → stream → Turn → dispatch → repaired history → next request, until the model
 answers without calls or a step bound is reached.
 
-Failures, where they happen (DESIGN section 6):
+Failures, where they happen (docs/architecture.md, "Where the loop handles failures"):
 
 * before or while the response streams: the attempt is thrown away whole (its partial calls never reach the
-  dispatcher, PITFALL 26) and the request is retried per ``RetryPolicy``; permanent errors fail at once. Only a
+  dispatcher, docs/failure-modes.md 26) and retried per ``RetryPolicy``; permanent errors fail at once. Only a
   turn that finished cleanly is used: one that ended in an error, was cut, hit the token limit, was filtered
   or refused, ended in any other unclean way, or holds neither calls nor text is such a failure, calls or no
   calls (``_turn_failure`` says which are retried: a filter never, a malformed call or an empty answer once).

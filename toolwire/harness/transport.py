@@ -1,7 +1,8 @@
 """HTTP transports over httpx, sync and async: one model request in, one parsed ``Turn`` out.
 
 The bytes of a streamed response are fed to the sans-I/O ``StreamParser`` as they arrive. Every attempt gets a
-new parser, so nothing of a failed attempt can leak into the next one (PITFALL 26). API keys live only in the
+new parser, so nothing of a failed attempt can leak into the next one (failure mode 26 in
+docs/failure-modes.md). API keys live only in the
 request headers: they are never logged and never appear in an error message.
 
 Whatever the provider sends, ``request`` returns a Turn or raises ``ProviderError``, nothing else:

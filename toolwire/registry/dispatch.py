@@ -30,9 +30,9 @@ this dispatcher sees that Turn object: dispatching the same object again finds i
 cannot, so pass ``turn_id`` when your provider sends no response id.
 
 Reads of one turn run concurrently when every call that runs is a read; results always come back in call order
-(PITFALL 24). Each call is driven through the shared call state machine with ``CallRecord.resume``: a rejected
-call fires ``reject`` then ``answer``, a run call ``dispatch`` then ``answer``; the transition table (not this
-module) forbids dispatching a truncated or errored call and answering twice, by raising ``InvalidTransition``.
+(docs/failure-modes.md 24). Each call is driven through the shared call state machine with ``CallRecord.resume``:
+a rejected call fires ``reject`` then ``answer``, a run call ``dispatch`` then ``answer``; the transition table (not
+this module) forbids dispatching a truncated or errored call and answering twice, by raising ``InvalidTransition``.
 
 Handlers: sync handlers run in a daemon thread when they have a timeout (the thread cannot be killed; the call is
 answered when the timeout expires); async handlers run under ``asyncio.wait_for`` (in ``run``, on a private

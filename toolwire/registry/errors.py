@@ -36,7 +36,7 @@ class ToolDeclarationError(ToolwireError, ValueError):
 class ToolNameError(ToolDeclarationError):
     """A tool name that some provider would reject (too long, or characters outside the common pattern).
 
-    Caught at declaration, never when a request fails (PITFALL 28).
+    Caught at declaration, never when a request fails (failure mode 28 in docs/failure-modes.md).
     """
 
 

@@ -19,7 +19,7 @@ identifies the effect, so that the same action re-planned by the model under a n
 the effect and its recorded result) runs nothing and is answered from the ledger.
 
 Every name is checked at declaration against the strictest rule all providers accept (``NAME_RULE``), so a
-name that one provider would reject fails here, not when a request fails (PITFALL 28).
+name that one provider would reject fails here, not when a request fails (failure mode 28 in docs/failure-modes.md).
 
 Validation messages keep the JSON path of the offending value (``Expected `int`, got `str` - at `$.height```)
 so the model can correct itself.

@@ -1,4 +1,4 @@
-"""Anthropic Messages (``POST /v1/messages``, header ``anthropic-version``), WIRE.md C.
+"""Anthropic Messages (``POST /v1/messages``, header ``anthropic-version``).
 
 Tool calls come after a ``thinking`` block whose ``signature`` is signed over its text. Replay rules checked
 (C5): every thinking block sent back must keep its text and signature (else "Invalid `signature` in `thinking`

@@ -1,4 +1,4 @@
-"""OpenAI Chat Completions (``POST /v1/chat/completions``), WIRE.md A."""
+"""OpenAI Chat Completions (``POST /v1/chat/completions``)."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def openai_status_body(code: int) -> dict[str, Any]:
 
 
 def check_openai_tools(tools: Any, *, nested: bool) -> None:
-    """Chat nests functions under ``function``; Responses declares them flat (WIRE.md A1 / B1)."""
+    """Chat nests functions under ``function``; Responses declares them flat."""
     if tools is None:
         return
     if not isinstance(tools, list):

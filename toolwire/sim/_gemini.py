@@ -1,4 +1,4 @@
-"""Gemini ``generateContent`` / ``streamGenerateContent`` (``/v1beta/models/{model}:…``), WIRE.md D.
+"""Gemini ``generateContent`` / ``streamGenerateContent`` (``/v1beta/models/{model}:…``).
 
 ``?alt=sse`` streams ``data:`` lines separated by ``\\r\\n\\r\\n``; without it the body is one JSON array whose
 (indented) elements arrive progressively. Calls arrive whole, one per chunk; the first functionCall part of a
@@ -91,7 +91,7 @@ def _get(d: dict[str, Any], camel: str, snake: str) -> Any:
 
 def requires_signatures(model: str) -> bool:
     """Whether a model refuses a replayed function call turn without its thought signature: Gemini 3 and later
-    do (WIRE.md D3); 1.x and 2.x models, and image models, do not. A name without a version (the simulator's
+    do; 1.x and 2.x models, and image models, do not. A name without a version (the simulator's
     own ``gemini-sim``) behaves like the newest models, so a dropped signature is caught by default."""
     m = _VERSION.search(model.lower())
     if m is None:

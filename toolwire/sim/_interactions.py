@@ -1,4 +1,4 @@
-"""Gemini Interactions (``POST /v1beta/interactions``), WIRE.md E (current "steps" schema).
+"""Gemini Interactions (``POST /v1beta/interactions``), the current "steps" schema.
 
 Stateful: every interaction is stored under its id (unless ``store`` is false), so a request with
 ``previous_interaction_id`` continues it; when that interaction ended with pending function calls

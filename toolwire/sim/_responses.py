@@ -1,4 +1,4 @@
-"""OpenAI Responses (``POST /v1/responses``), WIRE.md B.
+"""OpenAI Responses (``POST /v1/responses``).
 
 Function calls come after a ``reasoning`` item whose ``encrypted_content`` is signed. A stateless follow-up
 (``input`` replays the items) must keep each replayed ``function_call`` (by item id ``fc_…``) after its

@@ -90,7 +90,7 @@ def _split_json_values(text: str) -> list[str] | None:
 
 
 def recover_resent_arguments(frags: list[str]) -> tuple[str, str] | None:
-    """Recognise a server that resent the arguments instead of appending (PITFALL 2).
+    """Recognise a server that resent the arguments instead of appending (failure mode 2 in docs/failure-modes.md).
 
     Returns ``(arguments, how)`` when every non-empty fragment starts with the previous one (cumulative resend:
     the last fragment is the whole value) or the fragments are whole JSON objects each contained in the last

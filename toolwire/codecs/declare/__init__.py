@@ -19,7 +19,7 @@ import msgspec
 
 from ...errors import UsageError
 from ...registry.errors import DuplicateToolError, ToolDeclarationError
-from ...schema_tools import Loss
+from ...schema_tools import Loss, SchemaConversionError, StrictSchemaError
 from . import anthropic, gemini, gemini_interactions, openai_chat, openai_responses
 from ._common import (
     SCHEMA_MODES,
@@ -142,9 +142,10 @@ def declare(dialect: str, tools: Iterable[Any], *, choice: ToolChoice | None = N
     ``gemini`` only: ``json_schema`` (``parametersJsonSchema``) or ``openapi`` (``parameters``).
 
     Raises ``DeclarationLimitError`` (a limit of the dialect is broken; ``findings`` lists all),
-    ``StrictSchemaError``, ``SchemaConversionError``, ``ToolChoiceError`` (unknown tool in the choice),
-    ``DuplicateToolError``, ``ToolDeclarationError`` (a malformed tool), ``UsageError`` (unknown dialect or
-    mode, no tools).
+    ``StrictSchemaError`` or ``SchemaConversionError`` (the first tool whose schema cannot be expressed; its
+    ``errors`` lists every such tool's, its ``findings`` the limits broken too), ``ToolChoiceError`` (unknown
+    tool in the choice), ``DuplicateToolError``, ``ToolDeclarationError`` (a malformed tool), ``UsageError``
+    (unknown dialect or mode, no tools).
     """
     mod = module_for(dialect)
     _check_mode(schema_mode)
@@ -161,18 +162,41 @@ def declare(dialect: str, tools: Iterable[Any], *, choice: ToolChoice | None = N
     result = _choice(mod, choice, [s.name for s in specs], strict, [s.name for s in specs if s.kind == "custom"])
     chosen = specs if result.keep is None else [s for s in specs if s.name in set(result.keep)]
     declarations: list[dict[str, Any]] = []
+    schemas: list[Any] = []
     losses: list[Loss] = []
-    for spec in chosen:
-        declaration, lost = mod.declare_tool(spec, strict=strict, schema_mode=schema_mode)
+    refusals: list[StrictSchemaError | SchemaConversionError] = []
+    for spec in chosen:  # every tool, so that the error tells about all of them
+        try:
+            declaration, lost = mod.declare_tool(spec, strict=strict, schema_mode=schema_mode)
+        except (StrictSchemaError, SchemaConversionError) as exc:
+            refusals.append(exc)
+            schemas.append({})  # its limits are those of a tool without a schema: name, kind, count
+            continue
         declarations.append(declaration)
+        schemas.append(mod.schema_of(declaration))
         losses.extend(lost)
     tools_fragment = mod.tools_fragment(declarations)
-    findings = check_limits(dialect, chosen, [mod.schema_of(d) for d in declarations], strict=strict,
-                            schema_mode=schema_mode, tools_payload=tools_fragment["tools"])
+    findings = check_limits(dialect, chosen, schemas, strict=strict, schema_mode=schema_mode,
+                            tools_payload=tools_fragment["tools"])
+    if refusals:
+        raise _every_problem(refusals, findings)
     if findings:
         raise DeclarationLimitError(findings[0], findings)
     return Declaration(dialect=dialect, fragment={**tools_fragment, **result.fragment}, losses=tuple(losses),
                        warnings=tuple(result.warnings) + tuple(mod.strict_warnings(strict)))
+
+
+def _every_problem(refusals: list[StrictSchemaError | SchemaConversionError], findings: list[LimitFinding]
+                   ) -> StrictSchemaError | SchemaConversionError:
+    """The first refusal, carrying every refusal (``errors``) and limit finding (``findings``) of the tool set;
+    its message says how many more there are."""
+    first = refusals[0]
+    first.errors = tuple(refusals)
+    first.findings = tuple(findings)
+    more = len(refusals) - 1 + len(findings)
+    if more:
+        first.args = (f"{first.message} (and {more} more)",)
+    return first
 
 
 # ---- reading tool lists ----------------------------------------------------------------------------------------

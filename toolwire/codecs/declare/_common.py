@@ -413,7 +413,7 @@ def check_limits(dialect: str, specs: Sequence[ToolSpec], schemas: Sequence[Mapp
 def openai_parallel(choice: ToolChoice, strict: bool) -> tuple[dict[str, Any], tuple[Approximation, ...]]:
     """``parallel_tool_calls`` for OpenAI Chat and Responses.
 
-    OpenAI does not guarantee strict schemas for parallel calls (WIRE A1), so with ``strict`` and no explicit
+    OpenAI does not guarantee strict schemas for parallel calls, so with ``strict`` and no explicit
     ``parallel`` it is sent as ``false`` (warning ``parallel_off_for_strict``); an explicit ``parallel=True`` is
     kept, with the warning ``parallel_with_strict``.
     """

@@ -1,4 +1,4 @@
-"""Anthropic Messages declarations (WIRE C1).
+"""Anthropic Messages declarations.
 
 A tool is ``{name, description?, input_schema}`` (``strict: true`` when asked). ``tool_choice`` is
 ``{"type": "auto"|"any"|"tool"|"none"}``, the first three with ``disable_parallel_tool_use``.
@@ -11,7 +11,7 @@ Nearest equivalents (returned as ``Approximation`` warnings, never silent):
   (``required`` with one allowed tool is exactly ``{"type": "tool"}``: no warning.)
 * ``parallel`` with mode ``none``: ``{"type": "none"}`` has no ``disable_parallel_tool_use``; no tool is called,
   so nothing changes, but the flag is not sent.
-* ``strict``: ``strict: true`` is sent with the schema unchanged; Anthropic's strict subset is not in WIRE C1,
+* ``strict``: ``strict: true`` is sent with the schema unchanged; Anthropic does not document its strict subset,
   so toolwire does not rewrite it (the API may refuse a schema it cannot compile).
 """
 
@@ -53,7 +53,7 @@ def strict_warnings(strict: bool) -> tuple[Approximation, ...]:
         return ()
     return (Approximation(code="strict_not_transformed",
                           detail="anthropic: strict: true sent with the schema unchanged (Anthropic's strict subset "
-                                 "is not documented in WIRE C1; the API may refuse a schema it cannot compile)"),)
+                                 "is not documented; the API may refuse a schema it cannot compile)"),)
 
 
 def choice_fragment(choice: ToolChoice, names: Sequence[str], *, strict: bool = False) -> ChoiceResult:

@@ -1,4 +1,4 @@
-"""Gemini ``generateContent`` declarations, Gemini API and Vertex AI (WIRE D1).
+"""Gemini ``generateContent`` declarations, Gemini API and Vertex AI.
 
 Tools are ``{"tools": [{"functionDeclarations": [{name, description?, parametersJsonSchema | parameters}]}]}``.
 ``schema_mode="json_schema"`` (the default) sends the JSON Schema as ``parametersJsonSchema`` and reports the

@@ -1,4 +1,4 @@
-"""Gemini Interactions declarations (WIRE E1).
+"""Gemini Interactions declarations.
 
 Function tools are flat ``{"type": "function", name, description?, parameters}`` with a JSON Schema (Google
 documents some keywords as ignored: reported as losses). ``generation_config.tool_choice`` is

@@ -1,4 +1,4 @@
-"""OpenAI Chat Completions declarations (WIRE A1).
+"""OpenAI Chat Completions declarations.
 
 A tool is nested under ``function``: ``{"type": "function", "function": {name, description?, parameters,
 strict?}}``; a custom (free-text) tool under ``custom``: ``{"type": "custom", "custom": {name, description?,

@@ -1,4 +1,4 @@
-"""OpenAI Responses declarations (WIRE B1).
+"""OpenAI Responses declarations.
 
 Function tools are flat: ``{"type": "function", name, description?, parameters, strict}`` (the SDK marks
 ``parameters`` and ``strict`` required; ``strict`` is always sent, ``false`` unless asked, so the API does not

@@ -48,8 +48,9 @@ __all__ = [
     "Pairing",
 ]
 
-#: The key under which arguments that are not a JSON object are replayed (PITFALL 21): ``{"_invalid_arguments":
-#: "<the exact text the model sent>"}``, so the provider accepts the history and the model sees what it sent.
+#: The key under which arguments that are not a JSON object are replayed (failure mode 21 in
+#: docs/failure-modes.md): ``{"_invalid_arguments": "<the exact text the model sent>"}``, so the provider accepts
+#: the history and the model sees what it sent.
 INVALID_ARGUMENTS_KEY = "_invalid_arguments"
 
 #: The content of the error result inserted for a call that has none.
@@ -66,7 +67,7 @@ class RepairKind(str, enum.Enum):
     REORDERED_RESULTS = "reordered_results"  # the results of one turn were put back in call order
     MOVED_CONTENT = "moved_content"  # Anthropic, Gemini: other content before or between the results moved after
     MERGED_MESSAGES = "merged_messages"  # results split over several messages were merged into one
-    REPLACED_ARGUMENTS = "replaced_arguments"  # malformed arguments replaced by the accepted form (PITFALL 21)
+    REPLACED_ARGUMENTS = "replaced_arguments"  # malformed arguments replaced by the accepted form
     WRAPPED_RESPONSE = "wrapped_response"  # Gemini: a functionResponse.response that was not an object
     FIXED_RESPONSE_ID = "fixed_response_id"  # Gemini: functionResponse.id set to (or removed like) the call's id
     FIXED_RESPONSE_NAME = "fixed_response_name"  # Gemini: functionResponse.name set to the call's name

@@ -1,10 +1,11 @@
-"""Anthropic Messages: the tool_result message, replay, history repair (WIRE.md C5, PITFALLS 18 and 25).
+"""Anthropic Messages: the tool_result message, replay, history repair (failure modes 18 and 25 in
+docs/failure-modes.md).
 
 Results: ONE user message whose content is every ``tool_result`` block of the turn, in call order
 (``tool_use_id``, ``content`` text, ``is_error: true`` for errors). Replay: the assistant content as received
 (thinking and redacted_thinking blocks with their signatures, text, server tool blocks, in order), each
 ``tool_use`` with an object ``input``: input that did not parse is replayed as ``{"_invalid_arguments": "<raw
-text>"}`` (PITFALL 21).
+text>"}`` (failure mode 21).
 
 Repair: the user message after an assistant message with ``tool_use`` blocks starts with one ``tool_result``
 per tool_use, in call order (missing ones inserted as errors; results found in later or split messages moved
@@ -131,7 +132,7 @@ def repair(msgs: list[Any], *, echo_ids: bool = True, counter: CallCounter) -> t
             if changed or "input" not in block:
                 block["input"] = fixed
                 actions.add(RepairKind.REPLACED_ARGUMENTS, i, block["id"], block.get("name"),
-                            detail="input that was not an object was replaced (PITFALL 21)")
+                            detail="input that was not an object was replaced")
             calls.append(CallRef(block["id"], block.get("name"), i, match=match))
         if calls:
             groups[i] = calls

@@ -1,4 +1,5 @@
-"""Gemini ``generateContent``: the functionResponse content, replay, history repair (WIRE.md D3, D6, PITFALL 17).
+"""Gemini ``generateContent``: the functionResponse content, replay, history repair (failure mode 17 in
+docs/failure-modes.md).
 
 Results: one ``{"role": "user", "parts": [...]}`` content with one ``functionResponse`` part per call, in call
 order: ``{"id": …, "name": …, "response": {"output": …}}`` (``{"error": …}`` for errors). ``response`` is
@@ -8,7 +9,7 @@ Express).
 
 Replay: the model content of the replayed candidate with every part verbatim and in order (``thoughtSignature``
 stays on its exact part); a ``functionCall`` whose ``args`` is not an object gets the parsed object, or
-``{"_invalid_arguments": "<raw text>"}`` (PITFALL 21).
+``{"_invalid_arguments": "<raw text>"}`` (failure mode 21).
 
 Repair reads REST camelCase (``functionCall``, ``functionResponse``, ``thoughtSignature``) and the python SDK's
 snake_case (``function_call``, ``function_response``, ``thought_signature``) and writes new parts and fields in
@@ -106,8 +107,7 @@ def replay(turn: Turn, calls: list[ToolCall]) -> list[dict[str, Any]]:
 # ---- history repair -----------------------------------------------------------------------------------------
 #: The value Google documents for a ``thoughtSignature`` the client does not have (a call replayed from storage
 #: that kept only the canonical call, another model's turn, a hand-built history): Gemini 3 then skips the
-#: signature check instead of refusing the request (ai.google.dev/gemini-api/docs/thought-signatures; the
-#: check itself is WIRE.md D3).
+#: signature check instead of refusing the request (ai.google.dev/gemini-api/docs/thought-signatures).
 SKIP_SIGNATURE = "skip_thought_signature_validator"
 
 
@@ -209,7 +209,7 @@ def _signed(part: Any) -> bool:
 
 
 def _starts_turn(content: Any) -> bool:
-    """A user content with text and no functionResponse: where the current turn begins (WIRE.md D3)."""
+    """A user content with text and no functionResponse: where the current turn begins."""
     if not isinstance(content, dict) or content.get("role", "user") != "user":
         return False
     parts = _parts(content) or ()
@@ -252,7 +252,7 @@ def repair(contents: list[Any], *, echo_ids: bool = True, counter: CallCounter) 
             if "args" in fc and not isinstance(fc["args"], dict):
                 fc["args"], _ = object_arguments(fc["args"])
                 actions.add(RepairKind.REPLACED_ARGUMENTS, i, cid, fc.get("name"),
-                            detail="args that were not an object were replaced (PITFALL 21)")
+                            detail="args that were not an object were replaced")
             call = _Call(cid, fc.get("name"), key == "function_call", match)
             calls.append(call)
             if match is not None:
@@ -386,7 +386,7 @@ def _sign(out: list[Any], placed: list[tuple[int, int]], groups: dict[int, list[
 
     Gemini 3 refuses (400 "Function call is missing a thought_signature") a replayed model content whose first
     functionCall part has no signature, and checks only the current turn: the contents after the latest user
-    content with text (WIRE.md D3); older turns are accepted as they are, so they are left alone. A content with
+    content with text; older turns are accepted as they are, so they are left alone. A content with
     a signature elsewhere (a stream can deliver it on a later empty part) is replayed as it came, and a real
     signature is never replaced. The turn is read on the repaired list, where results have their final places.
     """

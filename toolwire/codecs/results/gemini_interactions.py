@@ -1,4 +1,4 @@
-"""Gemini Interactions API: function_result steps, replay, history repair (WIRE.md E2).
+"""Gemini Interactions API: function_result steps, replay, history repair.
 
 Results: one ``{"type": "function_result", "call_id", "name", "result", "is_error"?}`` step per call, in call
 order (send them as ``input`` with ``previous_interaction_id``). ``result`` is the result's text, or its object
@@ -6,8 +6,8 @@ when it is one (the SDK's ``FunctionResultStepParam.result`` is an object, a str
 and other values are sent as JSON text); ``is_error: true`` for errors.
 
 Replay (a stateless ``input`` of steps): the model's steps as received (thought steps with their signatures,
-model output, built-in call and result steps), each ``function_call`` step's ``arguments`` an object (PITFALL
-21: ``{"_invalid_arguments": "<raw text>"}``), then the function_result steps.
+model output, built-in call and result steps), each ``function_call`` step's ``arguments`` an object (failure
+mode 21 in docs/failure-modes.md: ``{"_invalid_arguments": "<raw text>"}``), then the function_result steps.
 
 Repair works on such a list of steps: every function_call step gets one function_result after its turn (the
 run of model steps that holds it), in call order. With ``previous_interaction_id`` the calls live on the
@@ -165,7 +165,7 @@ def repair(steps: list[Any], *, echo_ids: bool = True, counter: CallCounter) -> 
         if changed or "arguments" not in step:
             step["arguments"] = fixed
             actions.add(RepairKind.REPLACED_ARGUMENTS, i, step["id"], step.get("name"),
-                        detail="arguments that were not an object were replaced (PITFALL 21)")
+                        detail="arguments that were not an object were replaced")
         run_calls.append(CallRef(step["id"], step.get("name"), i, t, match=match))
         run_ids.add(step["id"])
     close_run()

@@ -1,8 +1,8 @@
-"""OpenAI Chat Completions (and OpenAI-compatible servers): tool messages, replay, history repair (WIRE.md A5).
+"""OpenAI Chat Completions (and OpenAI-compatible servers): tool messages, replay, history repair.
 
 Results: one ``{"role": "tool", "tool_call_id": id, "content": str}`` per call, in call order, right after the
 assistant message. Replay: the assistant message as the codec built it (``extra_content`` thought signatures,
-DeepSeek ``reasoning_content`` kept), with each function call's ``arguments`` a JSON object string (PITFALL
+DeepSeek ``reasoning_content`` kept), with each function call's ``arguments`` a JSON object string (failure mode
 21: text that is not one becomes ``{"_invalid_arguments": "<text>"}``) and an id on every call (a call a server
 sent without one gets the synthetic id its result uses).
 """
@@ -132,7 +132,7 @@ def repair(items: list[Any], *, echo_ids: bool = True, counter: CallCounter) -> 
                     if changed:
                         fn["arguments"] = fixed
                         actions.add(RepairKind.REPLACED_ARGUMENTS, i, tc["id"], fn.get("name"),
-                                    detail="arguments that were not a JSON object were replaced (PITFALL 21)")
+                                    detail="arguments that were not a JSON object were replaced")
                 name = fn.get("name") if isinstance(fn, dict) else None
             else:
                 sub = tc.get(tc.get("type")) if isinstance(tc.get("type"), str) else None

@@ -1,4 +1,5 @@
-"""OpenAI Responses API: output input items, replay, history repair (WIRE.md B5, PITFALL 19).
+"""OpenAI Responses API: output input items, replay, history repair (failure mode 19 in
+docs/failure-modes.md).
 
 Results, one input item per call in call order, each answering the call's ``call_id`` (never the ``fc_…`` item
 id): ``function_call_output`` and ``custom_tool_call_output`` (``output``: text), and for the provider-defined
@@ -20,7 +21,7 @@ a blank output (a 1×1 transparent PNG, no tools) and its error text goes in a u
 outputs, so the model is told what happened without breaking the one-output-per-call rule.
 
 Replay: the output items in output order (reasoning items with their ``encrypted_content`` right before the
-item they precede), each function call's ``arguments`` a JSON object string (PITFALL 21), then the outputs.
+item they precede), each function call's ``arguments`` a JSON object string (failure mode 21), then the outputs.
 """
 
 from __future__ import annotations
@@ -305,7 +306,7 @@ def repair(items: list[Any], *, echo_ids: bool = True, counter: CallCounter) -> 
             if changed:
                 item["arguments"] = fixed
                 actions.add(RepairKind.REPLACED_ARGUMENTS, i, item["call_id"], item.get("name"),
-                            detail="arguments that were not a JSON object were replaced (PITFALL 21)")
+                            detail="arguments that were not a JSON object were replaced")
         run_calls.append(CallRef(item["call_id"], item.get("name"), i, ct, match=match))
         run_ids.add(item["call_id"])
     close_run()
