@@ -108,7 +108,7 @@ def test_py_typed_is_part_of_the_built_package(tmp_path: Path) -> None:
     assert (ROOT / "toolwire" / "py.typed").is_file()
     src = tmp_path / "src"
     src.mkdir()
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(ROOT / name, src / name)
     shutil.copytree(ROOT / "toolwire", src / "toolwire", ignore=shutil.ignore_patterns("__pycache__"))
     done = subprocess.run([sys.executable, "-c", "import setuptools; setuptools.setup()", "-q", "build_py", "-d",
