@@ -50,6 +50,7 @@ PINNED_ALL = [
     "InvalidTransition",
     # registry and dispatch
     "Tool",
+    "tool",
     "Registry",
     "assert_registry_matches",
     "Dispatcher",
@@ -69,6 +70,7 @@ PINNED_ALL = [
     "ToolDeclarationError",
     "ToolNameError",
     "DuplicateToolError",
+    "HandlerSignatureError",
     "ApprovalError",
     "LedgerError",
     # results and history
@@ -146,7 +148,8 @@ def test_public_exceptions_found():
     assert {exc.__name__ for exc in PUBLIC_EXCEPTIONS} == {
         "ToolwireError", "UsageError", "HistoryTooLargeError", "ProviderProtocolError", "FramingError",
         "InvalidTransition",
-        "ToolDeclarationError", "ToolNameError", "DuplicateToolError", "ApprovalError", "LedgerError",
+        "ToolDeclarationError", "ToolNameError", "DuplicateToolError", "HandlerSignatureError", "ApprovalError",
+        "LedgerError",
         "DeclarationLimitError", "ToolChoiceError", "StrictSchemaError", "SchemaConversionError",
     }
 

@@ -46,6 +46,7 @@ from .registry import (
     Decision,
     Dispatcher,
     DuplicateToolError,
+    HandlerSignatureError,
     Ledger,
     LedgerError,
     LedgerKey,
@@ -61,6 +62,7 @@ from .registry import (
     ToolNameError,
     ToolResult,
     assert_registry_matches,
+    tool,
 )
 from .schema_tools import (
     Loss,
@@ -135,6 +137,7 @@ __all__ = [
     "InvalidTransition",
     # registry and dispatch
     "Tool",
+    "tool",
     "Registry",
     "assert_registry_matches",
     "Dispatcher",
@@ -154,6 +157,7 @@ __all__ = [
     "ToolDeclarationError",
     "ToolNameError",
     "DuplicateToolError",
+    "HandlerSignatureError",
     "ApprovalError",
     "LedgerError",
     # results and history

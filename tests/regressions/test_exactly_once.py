@@ -212,11 +212,14 @@ def test_idempotency_key_is_for_writes_only():
     def look(q: str) -> str:
         return q
 
+    def look_up(args: dict) -> str:
+        return args["q"]
+
     with pytest.raises(ToolDeclarationError):
         Tool.from_function(look, effect="read", idempotency_key=lambda a: "k")
     with pytest.raises(ToolDeclarationError):
-        Tool.from_schema("look", {"type": "object"}, look, effect="write", idempotency_key="k")
-    assert Tool.from_mcp({"name": "look", "inputSchema": {"type": "object"}}, look, effect="write",
+        Tool.from_schema("look", {"type": "object"}, look_up, effect="write", idempotency_key="k")
+    assert Tool.from_mcp({"name": "look", "inputSchema": {"type": "object"}}, look_up, effect="write",
                          idempotency_key=lambda a: "k").idempotency_key is not None
 
 

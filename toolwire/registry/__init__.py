@@ -1,15 +1,26 @@
 """Tool declarations, the closed registry, validation, authorization, the idempotency ledger and dispatch.
 
-``Tool`` declares a tool (``from_function``, ``from_schema``, ``from_mcp``); ``Registry`` is the closed, frozen
-set a ``Dispatcher`` runs calls through; ``ToolResult`` answers each call; ``SQLiteLedger`` or ``PostgresLedger``
-(or any ``Ledger``, with ``AsyncLedger`` as its optional async part) keeps writes to one effect; ``Decision``,
-``ApprovalRequest`` and ``Approval`` carry authorization. ``PostgresLedger`` needs the ``pg`` extra only when
-constructed.
+``Tool`` declares a tool (``from_function``, ``from_schema``, ``from_mcp``; the decorator ``tool(effect=...)``
+is ``from_function``); ``Registry`` is the closed, frozen set a ``Dispatcher`` runs calls through; ``ToolResult``
+answers each call; ``SQLiteLedger`` or ``PostgresLedger`` (or any ``Ledger``, with ``AsyncLedger`` as its optional
+async part) keeps writes to one effect; ``Decision``, ``ApprovalRequest`` and ``Approval`` carry authorization.
+``PostgresLedger`` needs the ``pg`` extra only when constructed.
+
+The decorator's name ``tool`` hides the submodule ``toolwire.registry.tool`` as an attribute of this package:
+``from toolwire.registry.tool import ...`` still reads the module.
 """
 
 from .approval import Approval, ApprovalRequest, Decision, PolicyContext, arguments_sha256, canonical_arguments
 from .dispatch import Dispatcher, Policy
-from .errors import ApprovalError, DuplicateToolError, LedgerError, ToolDeclarationError, ToolNameError
+from .decorator import tool
+from .errors import (
+    ApprovalError,
+    DuplicateToolError,
+    HandlerSignatureError,
+    LedgerError,
+    ToolDeclarationError,
+    ToolNameError,
+)
 from .ledger import AsyncLedger, Ledger, LedgerKey, LedgerRecord, MemoryLedger, SQLiteLedger
 from .pg_ledger import PostgresLedger
 from .registry import Registry, assert_registry_matches
@@ -18,6 +29,7 @@ from .tool import DEFAULT_TIMEOUT, NAME_PATTERN, NAME_RULE, Tool, check_tool_nam
 
 __all__ = [
     "Tool",
+    "tool",
     "Registry",
     "assert_registry_matches",
     "Dispatcher",
@@ -38,6 +50,7 @@ __all__ = [
     "ToolDeclarationError",
     "ToolNameError",
     "DuplicateToolError",
+    "HandlerSignatureError",
     "ApprovalError",
     "LedgerError",
     "arguments_sha256",

@@ -8,11 +8,12 @@ dispatcher, a ledger that cannot be used.
 
 from __future__ import annotations
 
-from ..errors import ToolwireError
+from ..errors import ToolwireError, UsageError
 
 __all__ = [
     "ToolDeclarationError",
     "ToolNameError",
+    "HandlerSignatureError",
     "DuplicateToolError",
     "ApprovalError",
     "LedgerError",
@@ -37,6 +38,15 @@ class ToolNameError(ToolDeclarationError):
     """A tool name that some provider would reject (too long, or characters outside the common pattern).
 
     Caught at declaration, never when a request fails (failure mode 28 in docs/failure-modes.md).
+    """
+
+
+class HandlerSignatureError(ToolDeclarationError, UsageError):
+    """A handler cannot take the arguments the way its tool passes them: a ``from_schema`` / ``from_mcp`` handler
+    is called with one positional argument, the argument dict, and this one cannot be, or is written to take
+    the arguments one by one (``def search(query: str)``: declare it with ``Tool.from_function`` instead).
+
+    Also a ``UsageError``: it is the application's mistake, found when the tool is built.
     """
 
 

@@ -2,12 +2,16 @@
 
 Three ways to declare a tool:
 
-* ``Tool.from_function(fn, effect=...)``: the parameters of ``fn`` (plain annotations or msgspec Structs) become
-  an object schema (``msgspec.json.schema``), and arguments are validated and converted with ``msgspec.convert``
-  (strict: ``"12"`` is not an ``int``; unknown fields are refused). The handler is called with keyword arguments.
+* ``Tool.from_function(fn, effect=...)`` (or the decorator ``@toolwire.tool(effect=...)``): the parameters of
+  ``fn`` become an object schema and the handler is called with keyword arguments. ``schema_parameters`` reads
+  the signature. Plain annotations, msgspec Structs, dataclasses and TypedDicts go through msgspec
+  (``msgspec.json.schema``; ``msgspec.convert``, strict: ``"12"`` is not an ``int``; unknown fields are
+  refused); a handler that uses pydantic types is described and validated by pydantic (``_pydantic``). The
+  docstring (Google, NumPy or Sphinx style, ``_docstrings``) gives the description and parameter descriptions.
 * ``Tool.from_schema(name, schema, handler, effect=...)``: a raw JSON Schema (Draft 2020-12 unless ``$schema``
   says otherwise), validated with jsonschema-rs, offline (a remote ``$ref`` is refused at declaration). The
-  handler is called with one positional argument, the validated argument dict.
+  handler is called with one positional argument, the validated argument dict; a handler that cannot be, or
+  that is written for keyword arguments (``def search(query: str)``), is refused (``HandlerSignatureError``).
 * ``Tool.from_mcp(entry, handler, effect=...)``: an MCP ``tools/list`` entry (``name``, ``description``,
   ``inputSchema``); same calling convention as ``from_schema``.
 * ``Tool.custom(name, handler, effect=...)``: a free-text custom tool (OpenAI Responses ``custom`` tools): the
@@ -30,6 +34,7 @@ from __future__ import annotations
 import copy
 import inspect
 import re
+import types
 import typing
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
@@ -37,7 +42,9 @@ from typing import Any, Literal
 import jsonschema_rs
 import msgspec
 
-from .errors import ToolDeclarationError, ToolNameError
+from ._docstrings import describe_properties, read_docstring
+from ._pydantic import is_pydantic_field, pydantic_arguments, uses_pydantic
+from .errors import HandlerSignatureError, ToolDeclarationError, ToolNameError
 
 __all__ = ["Tool", "Effect", "ToolKind", "IdempotencyKey", "NAME_RULE", "NAME_PATTERN", "DEFAULT_TIMEOUT",
            "check_tool_name"]
@@ -99,6 +106,16 @@ class ArgumentsInvalid(Exception):
         self.path = path
 
 
+def arguments_error(errors: typing.Sequence[tuple[str, typing.Iterable[str | int]]]) -> ArgumentsInvalid:
+    """One ``ArgumentsInvalid`` for a validator's errors (``(message, path parts)``, at least one): the first
+    ``_MAX_REPORTED_ERRORS`` as ``message - at `$.path```, joined; its ``path`` is the first error's."""
+    shown = [(message, json_path(parts)) for message, parts in errors[:_MAX_REPORTED_ERRORS]]
+    text = "; ".join(f"{message} - at `{path}`" for message, path in shown)
+    if len(errors) > _MAX_REPORTED_ERRORS:
+        text += "; (more errors not shown)"
+    return ArgumentsInvalid(text, shown[0][1])
+
+
 _PATH_IN_MSGSPEC = re.compile(r" - at `(\$[^`]*)`$")
 
 
@@ -122,6 +139,71 @@ def _check_handler(name: str, handler: object) -> Callable[..., Any]:
     if not callable(handler):
         raise ToolDeclarationError(f"tool {name!r}: handler is not callable", tool=name, rule="callable handler")
     return handler  # type: ignore[return-value]
+
+
+def _accepts_dict(annotation: Any) -> bool:
+    """False only when ``annotation`` certainly refuses a dict (``str``, ``int``, a model class, ``list[str]``);
+    anything it cannot judge (no annotation, ``Any``, an unresolved string, a protocol) counts as accepting."""
+    if annotation is inspect.Parameter.empty or annotation is Any:
+        return True
+    if isinstance(annotation, (str, typing.ForwardRef, typing.TypeVar)):
+        return True
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _accepts_dict(annotation.__origin__)
+    if origin is typing.Union or origin is types.UnionType:
+        return any(_accepts_dict(arg) for arg in typing.get_args(annotation))
+    if origin is Literal:
+        return False
+    if hasattr(annotation, "__supertype__"):  # typing.NewType
+        return _accepts_dict(annotation.__supertype__)
+    target = origin if origin is not None else annotation
+    if not isinstance(target, type) or typing.is_typeddict(target):
+        return True
+    try:
+        return issubclass(dict, target)
+    except TypeError:  # a protocol that is not runtime-checkable
+        return True
+
+
+def _check_dict_handler(name: str, handler: Callable[..., Any], schema: Mapping[str, Any]) -> None:
+    """Refuse a handler that cannot be called the ``from_schema`` way, ``handler(args_dict)``, or that is written
+    to take the arguments one by one (its parameter named like a property, or annotated with a type a dict is
+    not): called with the whole dict, it would run with the wrong value and answer "ok"."""
+    try:
+        sig = inspect.signature(handler)
+    except (TypeError, ValueError):  # a builtin without a signature: nothing to check
+        return
+    try:
+        sig = inspect.signature(handler, eval_str=True)
+    except Exception:  # noqa: BLE001 - annotations that do not evaluate stay strings, judged as unknown
+        pass
+    label = f"{getattr(handler, '__name__', type(handler).__name__)}{sig}"
+    advice = ("Take the arguments as one dict (def handler(args: dict)), or declare the tool with "
+              "Tool.from_function(handler, effect=...) or @toolwire.tool(effect=...) to receive them as keyword "
+              "arguments.")
+    try:
+        sig.bind(object())
+    except TypeError as exc:
+        raise HandlerSignatureError(
+            f"tool {name!r}: its handler is called with one positional argument, the argument dict, but "
+            f"{label} cannot be called that way ({exc}). {advice}", tool=name, rule="handler(args: dict)") from None
+    first = next(iter(sig.parameters.values()))
+    if first.kind is first.VAR_POSITIONAL:
+        return
+    properties = schema.get("properties")
+    named_like_a_property = isinstance(properties, Mapping) and first.name in properties
+    if not _accepts_dict(first.annotation):
+        shown = inspect.formatannotation(first.annotation, getattr(handler, "__module__", None))
+        why = f"it is annotated {shown}, which a dict is not"
+    elif named_like_a_property and first.annotation is inspect.Parameter.empty:
+        why = (f"it is named like the schema property {first.name!r}: the handler looks written for keyword "
+               "arguments (annotate the parameter `dict` if it does take the whole argument dict)")
+    else:
+        return
+    raise HandlerSignatureError(
+        f"tool {name!r}: its handler {label} would get the whole argument dict as {first.name!r}, but {why}. "
+        f"{advice}", tool=name, rule="handler(args: dict)")
 
 
 def _check_idempotency_key(name: str, effect: str, key: object) -> IdempotencyKey | None:
@@ -185,41 +267,58 @@ def _schema_validator(name: str, schema: Mapping[str, Any]) -> Callable[[Any], A
                 break
         if not errors:
             return args
-        shown = errors[:_MAX_REPORTED_ERRORS]
-        parts = [f"{e.message} - at `{json_path(e.instance_path)}`" for e in shown]
-        if len(errors) > _MAX_REPORTED_ERRORS:
-            parts.append("(more errors not shown)")
-        raise ArgumentsInvalid("; ".join(parts), json_path(shown[0].instance_path))
+        raise arguments_error([(e.message, e.instance_path) for e in errors])
 
     return validate
 
 
-# ---- from_function: parameters -> a msgspec Struct -> schema and converter ------------------------------
+# ---- from_function: the signature -> a schema, a validator and the handler's keyword arguments ------------------
+
+_DEFS = "#/$defs/"
+#: keywords that only annotate a schema: beside a ``$ref`` they may replace the target's own
+_ANNOTATIONS = frozenset({"description", "title", "default", "examples", "deprecated", "readOnly", "writeOnly",
+                          "$comment"})
 
 
 def _inline_refs(node: Any, defs: dict[str, Any], stack: tuple[str, ...], kept: set[str]) -> Any:
-    """Replace ``{"$ref": "#/$defs/X"}`` by X's schema where that terminates; recursive types keep their ref."""
+    """Replace ``{"$ref": "#/$defs/X", ...annotations}`` by X's schema (the annotations beside the reference win)
+    where that terminates; recursive types keep their ref (their names are added to ``kept``)."""
     if isinstance(node, dict):
         ref = node.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/$defs/") and len(node) == 1:
-            key = ref[len("#/$defs/"):]
-            if key in stack or key not in defs:
-                kept.add(key)
-                return node
-            body = {k: v for k, v in defs[key].items() if k != "title"}
-            return _inline_refs(body, defs, stack + (key,), kept)
+        if isinstance(ref, str) and ref.startswith(_DEFS):
+            key = ref[len(_DEFS):]
+            siblings = {k: v for k, v in node.items() if k != "$ref"}
+            if key not in stack and key in defs:
+                body = {k: v for k, v in defs[key].items() if k != "title"}
+                if not (set(siblings) - _ANNOTATIONS) & set(body):
+                    inlined = _inline_refs(body, defs, stack + (key,), kept)
+                    return {**inlined, **_inline_refs(siblings, defs, stack, kept)}
+            kept.add(key)
+            return {"$ref": ref, **_inline_refs(siblings, defs, stack, kept)}
         return {k: _inline_refs(v, defs, stack, kept) for k, v in node.items()}
     if isinstance(node, list):
         return [_inline_refs(v, defs, stack, kept) for v in node]
     return node
 
 
-def _struct_schema(struct: type, struct_name: str) -> dict[str, Any]:
-    full = msgspec.json.schema(struct)
+def _self_contained(full: Mapping[str, Any], descriptions: Mapping[str, str]) -> dict[str, Any]:
+    """The object schema a generator (msgspec, pydantic) produced, with its ``$defs`` inlined and no titles; a
+    recursive definition stays in the root's ``$defs`` (with every definition it needs), so every remaining
+    ``$ref`` resolves against the root and each dialect's declaration accepts it (Gemini's OpenAPI mode, which
+    has no references, refuses only those).
+
+    ``descriptions`` (from the docstring) describe the top-level properties that have no description of their
+    own, before inlining: a type's own docstring loses to them, a description declared on the parameter wins."""
     defs: dict[str, Any] = dict(full.get("$defs", {}))
-    root = {k: v for k, v in defs[struct_name].items() if k != "title"}
+    root = {k: v for k, v in full.items() if k not in ("$defs", "title")}
+    stack: tuple[str, ...] = ()
+    ref = root.get("$ref")
+    if isinstance(ref, str) and ref.startswith(_DEFS) and len(root) == 1:  # msgspec: the root is a definition
+        key = ref[len(_DEFS):]
+        root, stack = {k: v for k, v in defs[key].items() if k != "title"}, (key,)
+    describe_properties(root, descriptions)
     kept: set[str] = set()
-    root = _inline_refs(root, defs, (struct_name,), kept)
+    root = typing.cast(dict[str, Any], _inline_refs(root, defs, stack, kept))
     # keep (transitively) the definitions still referenced, so every remaining $ref resolves against the root
     todo = list(kept)
     keep: dict[str, Any] = {}
@@ -236,7 +335,22 @@ def _struct_schema(struct: type, struct_name: str) -> dict[str, Any]:
     return root
 
 
-def _params_struct(fn: Callable[..., Any], name: str) -> type:
+class SchemaParameter(typing.NamedTuple):
+    """A handler parameter that is a property of the tool's input schema: its ``name``, its resolved
+    ``annotation`` (``Any`` when it has none) and its ``default`` (``inspect.Parameter.empty`` when required)."""
+
+    name: str
+    annotation: Any
+    default: Any
+
+
+def schema_parameters(fn: Callable[..., Any], name: str) -> list[SchemaParameter]:
+    """The signature → schema step of ``from_function``: the parameters of ``fn`` that become the properties of
+    the tool's input schema, in order, with their resolved annotations.
+
+    Raises ``ToolDeclarationError`` for a signature that cannot be read, annotations that cannot be resolved, and
+    ``*args``, ``**kwargs`` or positional-only parameters (tool arguments are named).
+    """
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError) as exc:
@@ -247,24 +361,48 @@ def _params_struct(fn: Callable[..., Any], name: str) -> type:
     except Exception as exc:  # unresolvable forward references
         raise ToolDeclarationError(f"tool {name!r}: cannot resolve parameter annotations ({exc})", tool=name,
                                    rule="resolvable annotations") from None
-    fields: list[tuple] = []
+    params: list[SchemaParameter] = []
     for pname, param in sig.parameters.items():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
             raise ToolDeclarationError(
                 f"tool {name!r}: parameter {pname!r} is {param.kind.description}; tool parameters must be "
                 "nameable keyword arguments", tool=name, rule="keyword-compatible parameters")
-        ann = hints.get(pname, Any)
-        if param.default is inspect.Parameter.empty:
-            fields.append((pname, ann))
-        else:
-            fields.append((pname, ann, param.default))
+        params.append(SchemaParameter(pname, hints.get(pname, Any), param.default))
+    return params
+
+
+def _msgspec_arguments(params: list[SchemaParameter], name: str
+                       ) -> tuple[dict[str, Any], Callable[[Any], Any], Callable[[Any], dict[str, Any]]]:
+    """``(schema, validate, keywords)`` from a msgspec Struct of the parameters: the schema from
+    ``msgspec.json.schema``, validation with ``msgspec.convert`` (strict, unknown fields refused)."""
+    fields: list[tuple[Any, ...]] = [(p.name, p.annotation) if p.default is inspect.Parameter.empty
+                           else (p.name, p.annotation, p.default) for p in params]
     try:
         struct = msgspec.defstruct(f"{name}_arguments", fields, forbid_unknown_fields=True, kw_only=True)
-        msgspec.json.schema(struct)
+        schema = msgspec.json.schema(struct)
     except (TypeError, ValueError) as exc:
         raise ToolDeclarationError(f"tool {name!r}: parameter types are not JSON-describable ({exc})",
                                    tool=name, rule="msgspec-supported parameter types") from None
-    return struct
+    names = struct.__struct_fields__
+
+    def validate(args: Any) -> Any:
+        try:
+            return msgspec.convert(args, struct)
+        except msgspec.ValidationError as exc:
+            text = str(exc)
+            m = _PATH_IN_MSGSPEC.search(text)
+            if m is None:
+                text = f"{text} - at `$`"
+            raise ArgumentsInvalid(text, m.group(1) if m else "$") from None
+
+    def keywords(value: Any) -> dict[str, Any]:
+        return {f: getattr(value, f) for f in names}
+
+    return schema, validate, keywords
+
+
+def _call_with_dict(handler: Callable[..., Any], args: Any) -> Any:
+    return handler(args)
 
 
 class Tool:
@@ -276,7 +414,8 @@ class Tool:
     ``idempotency_key`` (None, or the callable naming a write's effect).
 
     Constructing ``Tool(...)`` directly is the same as ``Tool.from_schema``: the schema is validated with
-    jsonschema-rs and the handler receives the argument dict as its single positional argument.
+    jsonschema-rs and the handler receives the argument dict as its single positional argument (a handler that
+    cannot is refused with ``HandlerSignatureError``).
     """
 
     __slots__ = ("name", "description", "input_schema", "effect", "handler", "timeout", "is_async",
@@ -318,9 +457,12 @@ class Tool:
             _validate = _schema_validator(name, schema)
         else:
             schema = input_schema
+        if _invoke is None:  # the from_schema convention: handler(args_dict)
+            _check_dict_handler(name, handler, schema)
+            _invoke = _call_with_dict
         set_(self, "input_schema", schema)
         set_(self, "_validate", _validate)
-        set_(self, "_invoke", _invoke if _invoke is not None else (lambda h, args: h(args)))
+        set_(self, "_invoke", _invoke)
 
     def __setattr__(self, key: str, value: Any) -> None:
         raise AttributeError(f"Tool is frozen: cannot set {key!r}")
@@ -340,39 +482,45 @@ class Tool:
         """Declare ``fn`` as a tool: its parameters make the schema, its docstring the description.
 
         Parameters may be annotated with anything msgspec can convert (``str``, ``int``, ``Literal``,
-        ``Annotated[..., msgspec.Meta(...)]``, msgspec Structs, lists, dicts …); unannotated ones accept any
-        JSON value. ``*args``, ``**kwargs`` and positional-only parameters are refused. Validation is strict
-        (no ``"12"`` → ``12``) and unknown argument names are refused. ``idempotency_key`` (writes only): see
-        the module docstring.
-        """
-        tool_name = name if name is not None else getattr(fn, "__name__", None)
-        check_tool_name(tool_name)
-        struct = _params_struct(fn, tool_name)
-        schema = _struct_schema(struct, struct.__name__)
-        fields = struct.__struct_fields__
+        ``Annotated[..., msgspec.Meta(...)]``, msgspec Structs, dataclasses, TypedDicts, lists, dicts …);
+        unannotated ones accept any JSON value. A handler that uses pydantic types (models, pydantic dataclasses,
+        ``Annotated[..., pydantic.Field(...)]``) is described and validated by pydantic instead; one whose only
+        parameter is a required pydantic model takes the model's fields as its arguments and receives the model
+        instance. ``*args``, ``**kwargs`` and positional-only parameters are refused. Validation is strict (no
+        ``"12"`` → ``12``) and unknown argument names are refused.
 
-        def validate(args: Any) -> Any:
-            try:
-                return msgspec.convert(args, struct)
-            except msgspec.ValidationError as exc:
-                text = str(exc)
-                m = _PATH_IN_MSGSPEC.search(text)
-                if m is None:
-                    text = f"{text} - at `$`"
-                raise ArgumentsInvalid(text, m.group(1) if m else "$") from None
+        The docstring (Google, NumPy or Sphinx style) gives the tool's description (its summary: the short and
+        long description) and each documented parameter's ``description``, unless the type declares one
+        (``msgspec.Meta(description=...)``, ``pydantic.Field(description=...)``). ``description`` replaces the
+        summary. ``idempotency_key`` (writes only): see the module docstring.
+        """
+        tool_name = check_tool_name(name if name is not None else getattr(fn, "__name__", None))
+        params = schema_parameters(fn, tool_name)
+        model_doc = ""
+        if any(uses_pydantic(p.annotation) or is_pydantic_field(p.default) for p in params):
+            generated, validate, keywords, model_doc = pydantic_arguments(params, tool_name)
+        else:
+            generated, validate, keywords = _msgspec_arguments(params, tool_name)
+        doc = read_docstring(fn)
+        schema = _self_contained(generated, doc.params)
+        if model_doc and schema.get("description") == model_doc:
+            del schema["description"]  # a single model's docstring: the tool's description, not the schema's
 
         def invoke(handler: Callable[..., Any], value: Any) -> Any:
-            return handler(**{f: getattr(value, f) for f in fields})
+            return handler(**keywords(value))
 
-        doc = description if description is not None else (inspect.getdoc(fn) or "")
-        return cls(tool_name, doc, schema, effect, fn, timeout, idempotency_key=idempotency_key,
+        summary = description if description is not None else (doc.summary or model_doc)
+        return cls(tool_name, summary, schema, effect, fn, timeout, idempotency_key=idempotency_key,
                    _validate=validate, _invoke=invoke)
 
     @classmethod
     def from_schema(cls, name: str, schema: Mapping[str, Any], handler: Callable[..., Any], *, effect: Effect,
                     description: str = "", timeout: float | None = DEFAULT_TIMEOUT,
                     idempotency_key: IdempotencyKey | None = None) -> "Tool":
-        """Declare a tool from a raw JSON Schema; ``handler(args_dict)`` is called with validated arguments."""
+        """Declare a tool from a raw JSON Schema; ``handler(args_dict)`` is called with validated arguments.
+
+        Raises ``HandlerSignatureError`` for a handler that cannot be called with that one positional argument or
+        that is written for keyword arguments (``def search(query: str)``: use ``from_function``)."""
         return cls(name, description, schema, effect, handler, timeout, idempotency_key=idempotency_key)
 
     @classmethod
