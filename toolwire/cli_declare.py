@@ -40,6 +40,29 @@ class _Unusable(Exception):
     pass
 
 
+def _load_each(path: str, command: str) -> tuple[list[Any], list[str]]:
+    """The tools of ``path`` that load, and one line per tool that does not (every one, not only the first)."""
+    try:
+        return _load(path, command), []
+    except _Unusable as first:
+        doc = _DOCS.get(path)
+        entries = doc.get("tools") if isinstance(doc, dict) else doc
+        if doc is None or not isinstance(entries, list):  # unreadable, not JSON, or no list of tools
+            raise
+        specs: list[Any] = []
+        problems: list[str] = []
+        for entry in entries:
+            try:
+                specs.extend(load_tools([entry]))
+            except ToolDeclarationError as err:
+                problems.append(f"toolwire {command}: {path}: {err}")
+        return specs, problems or [str(first)]
+
+
+#: documents read by ``_load``, by path (so ``-`` is read once)
+_DOCS: dict[str, Any] = {}
+
+
 def _load(path: str, command: str) -> list[Any]:
     try:
         if path == "-":
@@ -53,6 +76,7 @@ def _load(path: str, command: str) -> list[Any]:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise _Unusable(f"toolwire {command}: {path} is not JSON: {exc}") from None
+    _DOCS[path] = doc
     try:
         return load_tools(doc)
     except ToolDeclarationError as exc:
@@ -61,9 +85,13 @@ def _load(path: str, command: str) -> list[Any]:
 
 def _cmd_declare(args: argparse.Namespace) -> int:
     try:
-        specs = _load(args.file, "declare")
+        specs, problems = _load_each(args.file, "declare")
     except _Unusable as exc:
         print(exc, file=sys.stderr)
+        return 1
+    for line in problems:  # tools that do not even load; the others are still checked below
+        print(line, file=sys.stderr)
+    if not specs:
         return 1
     parallel = False if args.no_parallel else None
     choice = ToolChoice.parse(args.choice, parallel=parallel)  # ToolChoiceError is a UsageError: exit 2
@@ -81,6 +109,8 @@ def _cmd_declare(args: argparse.Namespace) -> int:
         return 1
     except ToolDeclarationError as exc:
         print(f"toolwire declare: {exc}", file=sys.stderr)
+        return 1
+    if problems:
         return 1
     for loss in result.losses:
         print(f"toolwire declare: lost: {loss.tool} {loss.path} {loss.keyword}: {loss.detail}", file=sys.stderr)

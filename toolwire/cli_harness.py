@@ -43,6 +43,7 @@ def _demo_workers(args: argparse.Namespace, providers: Any, scenarios: Any) -> i
     if args.trace:
         raise UsageError("--trace is not available with --workers")
     try:
+        import dbos  # noqa: F401 - the workers and their supervisor need it
         from .harness.workers import print_report, print_worker_run, report_to_json, run_workers
     except ImportError as exc:
         raise UsageError(f"--workers needs the dbos extra: pip install 'toolwire[dbos]' ({exc})") from None
@@ -74,6 +75,13 @@ def _load_tools(spec: str) -> Any:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise UsageError(f"cannot import tools module {module_name!r}: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - the user's module failed while importing: say so, as theirs
+        raise UsageError(f"tools module {module_name!r} failed to import ({type(exc).__name__}): {exc}") from None
+    local = os.path.join(os.getcwd(), *module_name.split(".")) + ".py"
+    origin = getattr(module, "__file__", None)
+    if os.path.exists(local) and (origin is None or os.path.realpath(origin) != os.path.realpath(local)):
+        raise UsageError(f"--tools {module_name}: that name is already taken by another module ({origin or 'built in'}),"
+                         f" so ./{module_name.replace('.', '/')}.py is not what it imports: rename the file")
     value = getattr(module, attr or "TOOLS", None)
     if value is None and not attr:
         value = getattr(module, "registry", None)
