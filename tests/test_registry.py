@@ -174,7 +174,7 @@ def test_from_schema_messages_carry_the_instance_path():
     """jsonschema-rs errors are reported with the instance path in msgspec's notation."""
     tool = Tool.from_schema("search_foods", SCHEMA, _noop, effect="read", description="Search.")
     assert _errors(tool, {"query": "a", "filters": [1, "x"]}) == '"x" is not of type "integer" - at `$.filters[1]`'
-    assert "- at `$['meta data'].n`" in _errors(tool, {"query": "a", "meta data": {"n": "1"}})
+    assert '- at `$["meta data"].n`' in _errors(tool, {"query": "a", "meta data": {"n": "1"}})
     assert "\"query\" is a required property - at `$`" in _errors(tool, {})
     msg = _errors(tool, {"query": "", "extra": 1})
     assert "- at `$.query`" in msg and "'extra' was unexpected" in msg

@@ -72,8 +72,9 @@ def uses_pydantic(annotation: Any) -> bool:
 
 def is_pydantic_field(default: Any) -> bool:
     """Whether a parameter's default is a ``pydantic.Field(...)`` (which ``pydantic_arguments`` refuses)."""
-    pydantic = sys.modules.get("pydantic")
-    return pydantic is not None and isinstance(default, pydantic.fields.FieldInfo)
+    fields = sys.modules.get("pydantic.fields")  # a FieldInfo exists only once pydantic.fields is imported;
+    # ``import pydantic`` alone does not import it (pydantic's attributes are loaded lazily)
+    return fields is not None and isinstance(default, fields.FieldInfo)
 
 
 def _single_model(params: Sequence[SchemaParameter], pydantic: Any) -> type | None:
@@ -147,9 +148,29 @@ def pydantic_arguments(params: Sequence[SchemaParameter], tool: str
             return model.model_validate_json(raw, strict=True)
         except pydantic.ValidationError as exc:
             errors = exc.errors(include_url=False, include_context=False, include_input=False)
-            raise arguments_error([(e["msg"], e["loc"]) for e in errors]) from None
+            raise arguments_error([(e["msg"], _json_loc(args, e["loc"], e["type"])) for e in errors]) from None
 
     return schema, validate, keywords, description
+
+
+def _json_loc(args: Any, loc: Sequence[str | int], kind: str) -> list[str | int]:
+    """The parts of pydantic's ``loc`` that are a path in ``args``: a ``loc`` also holds the tag of a union member
+    (``A``, ``int``, ``cat``, ``function-after[...]``) and ``[key]`` for a dict key's error, which name nothing in
+    the arguments. Keys and indexes present in the arguments are followed; anything else is dropped, except the
+    last part of a ``missing`` error (the missing field's name)."""
+    out: list[str | int] = []
+    node = args
+    for i, part in enumerate(loc):
+        if isinstance(part, str) and isinstance(node, dict) and part in node:
+            out.append(part)
+            node = node[part]
+        elif isinstance(part, int) and not isinstance(part, bool) and isinstance(node, list) \
+                and -len(node) <= part < len(node):
+            out.append(part)
+            node = node[part]
+        elif i == len(loc) - 1 and kind == "missing" and isinstance(node, dict) and isinstance(part, str):
+            out.append(part)
+    return out
 
 
 def _not_describable(tool: str, exc: Exception) -> ToolDeclarationError:

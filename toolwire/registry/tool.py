@@ -32,7 +32,9 @@ so the model can correct itself.
 from __future__ import annotations
 
 import copy
+import functools
 import inspect
+import json
 import re
 import types
 import typing
@@ -85,7 +87,8 @@ def check_tool_name(name: object) -> str:
 
 
 def json_path(parts: typing.Iterable[str | int]) -> str:
-    """``$``-rooted JSON path in msgspec's notation: ``$.a[0].b``; keys that are not identifiers are quoted."""
+    """``$``-rooted JSON path in msgspec's notation: ``$.a[0].b``; keys that are not identifiers are quoted as JSON
+    strings (``$.d["k k"]``)."""
     out = ["$"]
     for p in parts:
         if isinstance(p, int):
@@ -93,7 +96,7 @@ def json_path(parts: typing.Iterable[str | int]) -> str:
         elif p.isidentifier():
             out.append(f".{p}")
         else:
-            out.append(f"[{p!r}]")
+            out.append(f"[{json.dumps(p, ensure_ascii=False)}]")
     return "".join(out)
 
 
@@ -117,6 +120,20 @@ def arguments_error(errors: typing.Sequence[tuple[str, typing.Iterable[str | int
 
 
 _PATH_IN_MSGSPEC = re.compile(r" - at `(\$[^`]*)`$")
+#: msgspec's form for an invalid object key: ``Expected `int`, got `str` - at `key` in `$.d```
+_KEY_IN_MSGSPEC = re.compile(r" - at `key` in `(\$[^`]*)`$")
+
+
+def _msgspec_error(text: str) -> ArgumentsInvalid:
+    """``ArgumentsInvalid`` for a ``msgspec.ValidationError`` message, its path a ``$``-rooted JSON path."""
+    m = _KEY_IN_MSGSPEC.search(text)
+    if m is not None:
+        text = f"{text[:m.start()]} (an object key) - at `{m.group(1)}`"
+        return ArgumentsInvalid(text, m.group(1))
+    m = _PATH_IN_MSGSPEC.search(text)
+    if m is None:
+        return ArgumentsInvalid(f"{text} - at `$`", "$")
+    return ArgumentsInvalid(text, m.group(1))
 
 
 def _check_effect(name: str, effect: object) -> str:
@@ -168,8 +185,9 @@ def _accepts_dict(annotation: Any) -> bool:
 
 def _check_dict_handler(name: str, handler: Callable[..., Any], schema: Mapping[str, Any]) -> None:
     """Refuse a handler that cannot be called the ``from_schema`` way, ``handler(args_dict)``, or that is written
-    to take the arguments one by one (its parameter named like a property, or annotated with a type a dict is
-    not): called with the whole dict, it would run with the wrong value and answer "ok"."""
+    to take the arguments one by one (its parameter named like a property and unannotated or annotated ``Any``,
+    or annotated with a type a dict is not): called with the whole dict, it would run with the wrong value and
+    answer "ok"."""
     try:
         sig = inspect.signature(handler)
     except (TypeError, ValueError):  # a builtin without a signature: nothing to check
@@ -196,7 +214,8 @@ def _check_dict_handler(name: str, handler: Callable[..., Any], schema: Mapping[
     if not _accepts_dict(first.annotation):
         shown = inspect.formatannotation(first.annotation, getattr(handler, "__module__", None))
         why = f"it is annotated {shown}, which a dict is not"
-    elif named_like_a_property and first.annotation is inspect.Parameter.empty:
+    elif named_like_a_property and (first.annotation is inspect.Parameter.empty or first.annotation is Any
+                                   or first.annotation in ("Any", "typing.Any")):
         why = (f"it is named like the schema property {first.name!r}: the handler looks written for keyword "
                "arguments (annotate the parameter `dict` if it does take the whole argument dict)")
     else:
@@ -331,8 +350,28 @@ def _self_contained(full: Mapping[str, Any], descriptions: Mapping[str, str]) ->
         todo.extend(more - set(keep))
     if keep:
         root["$defs"] = keep
+    _drop_dangling_mappings(root, set(keep))
     root.setdefault("properties", {})
     return root
+
+
+def _drop_dangling_mappings(node: Any, kept: set[str]) -> None:
+    """Remove a ``discriminator``'s ``mapping`` (pydantic's discriminated unions) that names definitions that were
+    inlined: its ``#/$defs/...`` pointers would dangle. The ``propertyName`` and the branches stay, and each
+    branch's ``const``/``enum`` still says which one applies. OpenAI strict mode accepts neither ``discriminator`` nor
+    ``oneOf``: ``strict_schema`` refuses such a schema (``StrictSchemaError``); declare a discriminated union
+    without strict mode, or as a plain ``Union`` (``anyOf``)."""
+    if isinstance(node, dict):
+        disc = node.get("discriminator")
+        if isinstance(disc, dict) and isinstance(disc.get("mapping"), dict):
+            targets = disc["mapping"].values()
+            if not all(isinstance(t, str) and t.startswith(_DEFS) and t[len(_DEFS):] in kept for t in targets):
+                node["discriminator"] = {k: v for k, v in disc.items() if k != "mapping"}
+        for v in node.values():
+            _drop_dangling_mappings(v, kept)
+    elif isinstance(node, list):
+        for v in node:
+            _drop_dangling_mappings(v, kept)
 
 
 class SchemaParameter(typing.NamedTuple):
@@ -344,25 +383,52 @@ class SchemaParameter(typing.NamedTuple):
     default: Any
 
 
+def _underlying(fn: Callable[..., Any]) -> tuple[Any, frozenset[str]]:
+    """The function whose annotations describe ``fn`` (the wrapped function of a ``functools.partial``, the
+    ``__call__`` of a callable object) and the names a partial binds by keyword (not the model's to give)."""
+    bound: set[str] = set()
+    target: Any = fn
+    while isinstance(target, functools.partial):
+        bound.update(target.keywords)
+        target = target.func
+    if not (inspect.isroutine(target) or inspect.isclass(target)) and callable(target):
+        target = type(target).__call__
+    return target, frozenset(bound)
+
+
 def schema_parameters(fn: Callable[..., Any], name: str) -> list[SchemaParameter]:
     """The signature → schema step of ``from_function``: the parameters of ``fn`` that become the properties of
     the tool's input schema, in order, with their resolved annotations.
 
-    Raises ``ToolDeclarationError`` for a signature that cannot be read, annotations that cannot be resolved, and
-    ``*args``, ``**kwargs`` or positional-only parameters (tool arguments are named).
+    ``fn`` may be a function, a bound method, a ``functools.partial`` (parameters it binds by keyword are not
+    the model's to give and are left out) or a callable object (its ``__call__``). Raises
+    ``ToolDeclarationError`` for a signature that cannot be read, annotations that cannot be resolved,
+    ``*args``, ``**kwargs`` or positional-only parameters (tool arguments are named), and a plain function whose
+    first parameter is ``self`` or ``cls`` (a method decorated in its class body: the model would supply it).
     """
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError) as exc:
         raise ToolDeclarationError(f"tool {name!r}: cannot read the handler's signature ({exc})", tool=name,
                                    rule="inspectable signature") from None
+    target, bound = _underlying(fn)
     try:
-        hints = typing.get_type_hints(fn, include_extras=True)
+        hints = typing.get_type_hints(target, include_extras=True)
     except Exception as exc:  # unresolvable forward references
         raise ToolDeclarationError(f"tool {name!r}: cannot resolve parameter annotations ({exc})", tool=name,
                                    rule="resolvable annotations") from None
+    first = next(iter(sig.parameters), None)
+    if inspect.isfunction(fn) and first in ("self", "cls"):
+        raise ToolDeclarationError(
+            f"tool {name!r}: its first parameter is {first!r}: this is a method declared in its class body, where "
+            f"it is not bound, so the model would have to supply {first!r}. Declare the bound method instead, "
+            f"e.g. toolwire.tool(obj.{getattr(fn, '__name__', 'method')}, effect=...) or "
+            "Tool.from_function(obj.method, effect=...) once the object exists",
+            tool=name, rule="no self/cls parameter")
     params: list[SchemaParameter] = []
     for pname, param in sig.parameters.items():
+        if pname in bound:
+            continue
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
             raise ToolDeclarationError(
                 f"tool {name!r}: parameter {pname!r} is {param.kind.description}; tool parameters must be "
@@ -387,18 +453,32 @@ def _msgspec_arguments(params: list[SchemaParameter], name: str
 
     def validate(args: Any) -> Any:
         try:
-            return msgspec.convert(args, struct)
+            # str_keys: JSON object keys are strings; ``dict[int, str]`` is published as an object, so "1" is 1
+            return msgspec.convert(args, struct, str_keys=True)
         except msgspec.ValidationError as exc:
-            text = str(exc)
-            m = _PATH_IN_MSGSPEC.search(text)
-            if m is None:
-                text = f"{text} - at `$`"
-            raise ArgumentsInvalid(text, m.group(1) if m else "$") from None
+            raise _msgspec_error(str(exc)) from None
 
     def keywords(value: Any) -> dict[str, Any]:
         return {f: getattr(value, f) for f in names}
 
     return schema, validate, keywords
+
+
+def _validator_error(exc: Exception) -> ArgumentsInvalid:
+    """``ArgumentsInvalid`` for an exception user code raised while the arguments were converted (the path is not
+    known: ``$``)."""
+    detail = str(exc)
+    shown = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+    return ArgumentsInvalid(f"validating the arguments raised {shown} - at `$`", "$")
+
+
+def _documented(fn: Callable[..., Any]) -> Any:
+    """What documents ``fn``: the wrapped function of a partial; a callable object's class, else its
+    ``__call__``."""
+    target, _ = _underlying(fn)
+    if target is not fn and not isinstance(fn, functools.partial) and type(fn).__doc__:
+        return type(fn)
+    return target
 
 
 def _call_with_dict(handler: Callable[..., Any], args: Any) -> Any:
@@ -486,7 +566,10 @@ class Tool:
         unannotated ones accept any JSON value. A handler that uses pydantic types (models, pydantic dataclasses,
         ``Annotated[..., pydantic.Field(...)]``) is described and validated by pydantic instead; one whose only
         parameter is a required pydantic model takes the model's fields as its arguments and receives the model
-        instance. ``*args``, ``**kwargs`` and positional-only parameters are refused. Validation is strict (no
+        instance. ``*args``, ``**kwargs`` and positional-only parameters are refused, and so is a method taken
+        from its class body (first parameter ``self``/``cls``: declare the bound method ``obj.method``).
+        ``functools.partial`` objects and callable objects are accepted with ``name=`` (parameters a partial binds
+        by keyword are not arguments). Validation is strict (no
         ``"12"`` → ``12``) and unknown argument names are refused.
 
         The docstring (Google, NumPy or Sphinx style) gives the tool's description (its summary: the short and
@@ -494,14 +577,18 @@ class Tool:
         (``msgspec.Meta(description=...)``, ``pydantic.Field(description=...)``). ``description`` replaces the
         summary. ``idempotency_key`` (writes only): see the module docstring.
         """
-        tool_name = check_tool_name(name if name is not None else getattr(fn, "__name__", None))
+        if name is None and not isinstance(getattr(fn, "__name__", None), str):
+            raise ToolDeclarationError(
+                f"{fn!r} has no __name__ to name the tool after (a functools.partial or a callable object): pass "
+                "name=..., as in Tool.from_function(fn, effect=..., name=\"lookup\")", tool=None, rule="tool name")
+        tool_name = check_tool_name(name if name is not None else fn.__name__)
         params = schema_parameters(fn, tool_name)
         model_doc = ""
         if any(uses_pydantic(p.annotation) or is_pydantic_field(p.default) for p in params):
             generated, validate, keywords, model_doc = pydantic_arguments(params, tool_name)
         else:
             generated, validate, keywords = _msgspec_arguments(params, tool_name)
-        doc = read_docstring(fn)
+        doc = read_docstring(_documented(fn))
         schema = _self_contained(generated, doc.params)
         if model_doc and schema.get("description") == model_doc:
             del schema["description"]  # a single model's docstring: the tool's description, not the schema's
@@ -567,8 +654,17 @@ class Tool:
 
     # ---- used by the dispatcher ---------------------------------------------------------------------------
     def validate(self, args: Any) -> Any:
-        """Validate ``args``; return the value the handler is invoked with. Raises ``ArgumentsInvalid``."""
-        return self._validate(args)
+        """Validate ``args``; return the value the handler is invoked with. Raises ``ArgumentsInvalid``.
+
+        Converting the arguments runs user code (pydantic validators, a dataclass ``__post_init__``, a Struct's
+        ``__post_init__``); whatever it raises is an ``ArgumentsInvalid`` naming the exception type, so the call
+        is answered ``invalid_arguments`` like any other invalid argument."""
+        try:
+            return self._validate(args)
+        except ArgumentsInvalid:
+            raise
+        except Exception as exc:  # noqa: BLE001 - user code: the call is answered, the turn goes on
+            raise _validator_error(exc) from None
 
     def invoke(self, value: Any) -> Any:
         """Call the handler with a value returned by ``validate`` (the result may be awaitable)."""
