@@ -51,6 +51,7 @@ PINNED_ALL = [
     # registry and dispatch
     "Tool",
     "tool",
+    "ToolContext",
     "Registry",
     "assert_registry_matches",
     "Dispatcher",

@@ -58,6 +58,7 @@ from .registry import (
     ResultKind,
     SQLiteLedger,
     Tool,
+    ToolContext,
     ToolDeclarationError,
     ToolNameError,
     ToolResult,
@@ -138,6 +139,7 @@ __all__ = [
     # registry and dispatch
     "Tool",
     "tool",
+    "ToolContext",
     "Registry",
     "assert_registry_matches",
     "Dispatcher",

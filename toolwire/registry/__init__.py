@@ -3,14 +3,16 @@
 ``Tool`` declares a tool (``from_function``, ``from_schema``, ``from_mcp``; the decorator ``tool(effect=...)``
 is ``from_function``); ``Registry`` is the closed, frozen set a ``Dispatcher`` runs calls through; ``ToolResult``
 answers each call; ``SQLiteLedger`` or ``PostgresLedger`` (or any ``Ledger``, with ``AsyncLedger`` as its optional
-async part) keeps writes to one effect; ``Decision``, ``ApprovalRequest`` and ``Approval`` carry authorization.
-``PostgresLedger`` needs the ``pg`` extra only when constructed.
+async part) keeps writes to one effect; ``Decision``, ``ApprovalRequest`` and ``Approval`` carry authorization; a
+handler that declares a ``ToolContext`` parameter is told which call it runs for. ``PostgresLedger`` needs the
+``pg`` extra only when constructed.
 
 The decorator's name ``tool`` hides the submodule ``toolwire.registry.tool`` as an attribute of this package:
 ``from toolwire.registry.tool import ...`` still reads the module.
 """
 
 from .approval import Approval, ApprovalRequest, Decision, PolicyContext, arguments_sha256, canonical_arguments
+from .context import ToolContext
 from .dispatch import Dispatcher, Policy
 from .decorator import tool
 from .errors import (
@@ -30,6 +32,7 @@ from .tool import DEFAULT_TIMEOUT, NAME_PATTERN, NAME_RULE, Tool, check_tool_nam
 __all__ = [
     "Tool",
     "tool",
+    "ToolContext",
     "Registry",
     "assert_registry_matches",
     "Dispatcher",

@@ -74,6 +74,7 @@ from .approval import (
     arguments_sha256,
 )
 from ._steps import Steps, adrive, drive
+from .context import ToolContext, context_parameter
 from .errors import ApprovalError
 from .ledger import Ledger, LedgerKey, LedgerRecord, MemoryLedger
 from .registry import Registry
@@ -102,7 +103,7 @@ class _Plan:
     """One call on its way through the dispatcher."""
 
     __slots__ = ("call", "rec", "tool", "value", "args_hash", "result", "attempts", "started", "instance", "key",
-                 "fingerprint", "args", "flight", "waiting")
+                 "fingerprint", "args", "flight", "waiting", "data")
 
     def __init__(self, call: ToolCall) -> None:
         self.call = call
@@ -119,6 +120,7 @@ class _Plan:
         self.args: Any = None  # the dispatcher's own copy of the arguments (see _own_arguments)
         self.flight: _InFlight | None = None  # set while this plan is the one dispatch of its call instance
         self.waiting: _InFlight | None = None  # set when another dispatch of the same instance is in flight
+        self.data: Any = None  # the application's ``data`` for this run (``ToolContext.data``)
 
 
 class _InFlight:
@@ -238,10 +240,12 @@ class Dispatcher:
         self.backoff = backoff
         self.max_workers = max(1, int(max_workers))
         self._signer = Signer(approval_secret if approval_secret is not None else os.urandom(32))
+        # the handlers that ask for a ToolContext, and the parameter it goes to (the registry is frozen)
+        self._context_params = {t.name: p for t in registry if (p := context_parameter(t.handler, t.name))}
 
     # ==== public API ===========================================================================================
     def run(self, turn: Turn, *, conversation_id: str, turn_id: str | None = None, choice: int = 0,
-            approvals: Iterable[Approval] = (), allow_unclean: bool = False) -> list[ToolResult]:
+            approvals: Iterable[Approval] = (), allow_unclean: bool = False, data: Any = None) -> list[ToolResult]:
         """Answer every call of choice ``choice`` of ``turn``, in call order, running those that may run.
 
         ``turn_id``: identifies this model response in the conversation (unique per response, the same when the
@@ -249,10 +253,13 @@ class Dispatcher:
         ledger key of each call instance. ``choice``: which choice or candidate to dispatch (responses with
         ``n > 1``); the others are not answered. ``approvals``: tokens from ``approve`` for calls that need
         approval. ``allow_unclean``: run the whole calls of a turn that did not finish cleanly (default False:
-        such a turn runs nothing).
+        such a turn runs nothing). ``data``: any object of the application's, handed to the handlers that declare
+        a ``ToolContext`` parameter as ``ToolContext.data`` (toolwire never reads it).
         """
         plans = drive(self._prepare(turn, conversation_id, turn_id, choice, approvals, allow_unclean),
                       lambda claim: self.ledger.claim(*claim))
+        for p in plans:
+            p.data = data
         try:
             self._run_plans(plans, conversation_id)
             for p in plans:
@@ -284,11 +291,14 @@ class Dispatcher:
                     self._run_write(p, conversation_id)
 
     async def arun(self, turn: Turn, *, conversation_id: str, turn_id: str | None = None, choice: int = 0,
-                   approvals: Iterable[Approval] = (), allow_unclean: bool = False) -> list[ToolResult]:
+                   approvals: Iterable[Approval] = (), allow_unclean: bool = False,
+                   data: Any = None) -> list[ToolResult]:
         """The async twin of ``run``: async handlers are awaited, concurrent reads are gathered, and the ledger is
         awaited (its ``aclaim``/``acomplete`` when it has them, else its sync methods in a worker thread)."""
         plans = await adrive(self._prepare(turn, conversation_id, turn_id, choice, approvals, allow_unclean),
                              lambda claim: self._aledger("claim", *claim))
+        for p in plans:
+            p.data = data
         try:
             await self._arun_plans(plans, conversation_id)
             for p in plans:
@@ -872,7 +882,7 @@ class Dispatcher:
         """Attempts of one read (no transitions here: this may run on a worker thread)."""
         while True:
             p.attempts += 1
-            step = self._read_step(p, self._invoke_sync(p.tool, p.value), conversation_id)
+            step = self._read_step(p, self._invoke_sync(p.tool, functools.partial(self._call_handler, p)), conversation_id)
             if isinstance(step, ToolResult):
                 return step
             if step:
@@ -883,17 +893,30 @@ class Dispatcher:
         if not self._write_claimed(p, conversation_id, *self._write_claim(p, conversation_id)):
             return
         p.attempts += 1
-        outcome = self._invoke_sync(p.tool, p.value)
+        outcome = self._invoke_sync(p.tool, functools.partial(self._call_handler, p))
         self._write_end(p, p.key, outcome, conversation_id, self.ledger.complete)
 
+    def _call_handler(self, p: _Plan) -> Any:
+        """Call ``p``'s handler once (attempt ``p.attempts``), with a ``ToolContext`` when it declares one."""
+        tool = p.tool
+        param = self._context_params.get(tool.name)
+        if param is None:
+            return tool.invoke(p.value)
+        context = ToolContext(conversation_id=p.instance.conversation_id, call_id=p.call.call_id,
+                              local_id=p.call.local_id, name=tool.name, attempt=p.attempts,
+                              deadline=None if tool.timeout is None else time.monotonic() + tool.timeout,
+                              data=p.data)
+        # Tool's calling convention is ``_invoke(handler, value)``: the context goes in as one more keyword
+        return tool._invoke(functools.partial(tool.handler, **{param: context}), p.value)
+
     @staticmethod
-    def _invoke_sync(tool: Tool, value: Any) -> _Outcome:
+    def _invoke_sync(tool: Tool, invoke: Callable[[], Any]) -> _Outcome:
         timeout = tool.timeout
         box: list[_Outcome] = []
 
         def target() -> None:
             try:
-                r = tool.invoke(value)
+                r = invoke()
                 if inspect.isawaitable(r):
                     r = asyncio.run(_within(r, timeout))
                 box.append(r if isinstance(r, _Outcome) else _Outcome("ok", r))
@@ -923,7 +946,7 @@ class Dispatcher:
     async def _aread_loop(self, p: _Plan, conversation_id: str) -> ToolResult:
         while True:
             p.attempts += 1
-            step = self._read_step(p, await self._invoke_async(p.tool, p.value), conversation_id)
+            step = self._read_step(p, await self._invoke_async(p.tool, functools.partial(self._call_handler, p)), conversation_id)
             if isinstance(step, ToolResult):
                 return step
             if step:
@@ -947,7 +970,7 @@ class Dispatcher:
         if not self._write_claimed(p, conversation_id, existing, failure):
             return
         p.attempts += 1
-        outcome = await self._invoke_async(p.tool, p.value)
+        outcome = await self._invoke_async(p.tool, functools.partial(self._call_handler, p))
         result_box: list[tuple[LedgerKey, ToolResult]] = []
         self._write_end(p, p.key, outcome, conversation_id, lambda k, r: result_box.append((k, r)))
         if result_box:
@@ -959,11 +982,11 @@ class Dispatcher:
                           name=p.tool.name, op="complete", error=f"{type(exc).__name__}: {_short(exc, 200)}")
 
     @staticmethod
-    async def _invoke_async(tool: Tool, value: Any) -> _Outcome:
+    async def _invoke_async(tool: Tool, invoke: Callable[[], Any]) -> _Outcome:
         timeout = tool.timeout
         if tool.is_async:
             try:
-                coro = tool.invoke(value)
+                coro = invoke()
             except Exception as exc:
                 return _Outcome("error", exc)
             return await _within(coro, timeout)
@@ -976,7 +999,7 @@ class Dispatcher:
 
         def target() -> None:
             try:
-                out = _Outcome("ok", tool.invoke(value))
+                out = _Outcome("ok", invoke())
             except BaseException as exc:  # noqa: BLE001
                 out = _Outcome("error", exc)
             try:

@@ -46,6 +46,7 @@ import msgspec
 
 from ._docstrings import describe_properties, read_docstring
 from ._pydantic import is_pydantic_field, pydantic_arguments, uses_pydantic
+from .context import context_parameter
 from .errors import HandlerSignatureError, ToolDeclarationError, ToolNameError
 
 __all__ = ["Tool", "Effect", "ToolKind", "IdempotencyKey", "NAME_RULE", "NAME_PATTERN", "DEFAULT_TIMEOUT",
@@ -200,8 +201,9 @@ def _check_dict_handler(name: str, handler: Callable[..., Any], schema: Mapping[
     advice = ("Take the arguments as one dict (def handler(args: dict)), or declare the tool with "
               "Tool.from_function(handler, effect=...) or @toolwire.tool(effect=...) to receive them as keyword "
               "arguments.")
+    passed = context_parameter(handler, name)  # a ToolContext parameter is the dispatcher's to fill
     try:
-        sig.bind(object())
+        sig.bind(object(), **({passed: None} if passed else {}))
     except TypeError as exc:
         raise HandlerSignatureError(
             f"tool {name!r}: its handler is called with one positional argument, the argument dict, but "
@@ -426,8 +428,9 @@ def schema_parameters(fn: Callable[..., Any], name: str) -> list[SchemaParameter
             "Tool.from_function(obj.method, effect=...) once the object exists",
             tool=name, rule="no self/cls parameter")
     params: list[SchemaParameter] = []
+    passed = context_parameter(fn, name)  # the dispatcher passes a ToolContext there: never in the schema
     for pname, param in sig.parameters.items():
-        if pname in bound:
+        if pname in bound or pname == passed:
             continue
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
             raise ToolDeclarationError(
