@@ -942,11 +942,15 @@ def test_unknown_prompt_gets_plain_text(sv: Served) -> None:
 
 def test_parallel_tool_calls_false_makes_calls_one_at_a_time(sv: Served) -> None:
     """With ``parallel_tool_calls: false`` the parallel scenario asks for one value per turn."""
+    from toolwire.harness.demo_tools import DemoWorld
+
+    # the API takes parallel_tool_calls only with tools
+    declared = toolwire.declare("openai-chat", DemoWorld().tools(), choice=toolwire.ToolChoice.auto(parallel=False))
     conv = Conv("openai-chat", HW)
     names = []
     for _ in range(3):
         path, body = conv.request()
-        resp = post(sv.url, path, {**body, "parallel_tool_calls": False}, AUTH["openai-chat"])
+        resp = post(sv.url, path, {**body, **declared.fragment}, AUTH["openai-chat"])
         turn = toolwire.parse("openai-chat", resp.body)
         conv.add_turn(turn)
         if not turn.calls:

@@ -6,6 +6,7 @@ sends the requests). Field names stay in ``codecs/``.
 
 from __future__ import annotations
 
+import copy
 import email.utils
 import os
 import re
@@ -18,6 +19,7 @@ from ..errors import UsageError
 from .capabilities import capabilities_for
 
 __all__ = ["Endpoint", "endpoint", "request_body", "user_message", "parse_error", "ProviderErrorInfo",
+           "options_fragment", "merge_body", "body_conflicts", "REASONING_EFFORTS", "MAX_TEMPERATURE",
            "API_KEY_ENV", "BASE_URL_ENV", "DEFAULT_BASE_URL"]
 
 API_KEY_ENV: dict[str, tuple[str, ...]] = {
@@ -93,20 +95,101 @@ def endpoint(dialect: str, *, model: str, stream: bool = True, base_url: str | N
     return Endpoint(method="POST", url=url, headers=headers, stream=stream)
 
 
-def user_message(dialect: str, text: str) -> Any:
-    """The history entry (message, input item or content) that says ``text`` as the user."""
+def user_message(dialect: str, text: str, *, alone: bool = True) -> Any:
+    """The history entry (message, input item or content) that says ``text`` as the user. ``alone``: False when
+    other input goes with it (Interactions then take a text content, not the bare string)."""
     if dialect == "gemini":
         return {"role": "user", "parts": [{"text": text}]}
     if dialect == "gemini-interactions":
-        return text  # Interactions take the user's text as the whole ``input``
+        # Interactions take the user's text as the whole ``input``, or as a text content among other input
+        return text if alone else {"type": "text", "text": text}
     return {"role": "user", "content": text}
+
+
+#: the reasoning effort values each dialect's API documents (the official SDKs' request types): Chat
+#: ``reasoning_effort``, Responses ``reasoning.effort``, Anthropic ``output_config.effort``, Gemini
+#: ``generationConfig.thinkingConfig.thinkingLevel`` (upper case on the wire) and Interactions
+#: ``generation_config.thinking_level``
+REASONING_EFFORTS: dict[str, tuple[str, ...]] = {
+    "openai-chat": ("none", "minimal", "low", "medium", "high", "xhigh", "max"),
+    "openai-responses": ("none", "minimal", "low", "medium", "high", "xhigh", "max"),
+    "anthropic": ("low", "medium", "high", "xhigh", "max"),
+    "gemini": ("minimal", "low", "medium", "high", "xhigh"),
+    "gemini-interactions": ("minimal", "low", "medium", "high", "xhigh"),
+}
+#: the largest sampling temperature each dialect accepts (the smallest is 0). Anthropic's Messages request (its
+#: SDK's request type) has no temperature any more: a model that still takes one gets it through ``extra_body``
+MAX_TEMPERATURE: dict[str, float] = {"openai-chat": 2.0, "openai-responses": 2.0, "gemini": 2.0,
+                                     "gemini-interactions": 2.0}
+
+
+def options_fragment(dialect: str, *, temperature: float | None = None,
+                     reasoning_effort: str | None = None) -> dict[str, Any]:
+    """The request fields for a sampling ``temperature`` and a ``reasoning_effort`` in ``dialect``'s own place
+    (see ``REASONING_EFFORTS``); empty when both are None. Raises ``UsageError`` for a value the dialect does not
+    accept (a temperature out of its range, an effort it does not document): nothing is changed silently."""
+    capabilities_for(dialect)
+    out: dict[str, Any] = {}
+    if temperature is not None:
+        top = MAX_TEMPERATURE.get(dialect)
+        if top is None:
+            raise UsageError(f"{dialect} requests have no temperature field; a model that takes one gets it "
+                             "through extra_body")
+        if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) \
+                or not 0.0 <= temperature <= top:
+            raise UsageError(f"temperature must be a number from 0 to {top:g} for {dialect}, got {temperature!r}")
+        merge_body(out, {"generationConfig": {"temperature": temperature}} if dialect == "gemini"
+                   else {"generation_config": {"temperature": temperature}} if dialect == "gemini-interactions"
+                   else {"temperature": temperature})
+    if reasoning_effort is not None:
+        allowed = REASONING_EFFORTS[dialect]
+        if reasoning_effort not in allowed:
+            raise UsageError(f"reasoning_effort {reasoning_effort!r} is not a value {dialect} accepts; expected one "
+                             f"of: {', '.join(allowed)}")
+        effort: dict[str, Any] = {
+            "openai-chat": {"reasoning_effort": reasoning_effort},
+            "openai-responses": {"reasoning": {"effort": reasoning_effort}},
+            "anthropic": {"output_config": {"effort": reasoning_effort}},
+            "gemini": {"generationConfig": {"thinkingConfig": {"thinkingLevel": reasoning_effort.upper()}}},
+            "gemini-interactions": {"generation_config": {"thinking_level": reasoning_effort}},
+        }[dialect]
+        merge_body(out, effort)
+    return out
+
+
+def merge_body(body: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """Merge ``extra`` into ``body`` in place and return it: an object merges with the object already there, key
+    by key; any other value replaces (``body_conflicts`` finds where that would happen)."""
+    for key, value in extra.items():
+        here = body.get(key)
+        if isinstance(here, dict) and isinstance(value, Mapping):
+            body[key] = merge_body(dict(here), value)
+        else:
+            body[key] = copy.deepcopy(value)
+    return body
+
+
+def body_conflicts(body: Mapping[str, Any], extra: Mapping[str, Any], path: str = "") -> list[str]:
+    """The paths (``a.b``) where ``merge_body(body, extra)`` would replace a value ``body`` already has with
+    another one."""
+    found: list[str] = []
+    for key, value in extra.items():
+        if key not in body:
+            continue
+        here, where = body[key], f"{path}{key}"
+        if isinstance(here, Mapping) and isinstance(value, Mapping):
+            found.extend(body_conflicts(here, value, where + "."))
+        elif here != value:
+            found.append(where)
+    return found
 
 
 def request_body(dialect: str, *, model: str, history: list[Any], tools_fragment: Mapping[str, Any] | None,
                  stream: bool = True, system: str | None = None, max_tokens: int = 1024,
-                 previous_id: str | None = None) -> dict[str, Any]:
+                 previous_id: str | None = None, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The JSON body of one request: ``history`` in the dialect's own format (messages, input items or
-    contents), ``tools_fragment`` from ``toolwire.codecs.declare.declare(...).fragment``."""
+    contents), ``tools_fragment`` from ``toolwire.codecs.declare.declare(...).fragment``, then ``extra`` (request
+    options from ``options_fragment``, the application's own fields) merged in with ``merge_body``."""
     body: dict[str, Any]
     tools = dict(tools_fragment or {})
     if dialect == "openai-chat":
@@ -140,7 +223,7 @@ def request_body(dialect: str, *, model: str, history: list[Any], tools_fragment
             body["previous_interaction_id"] = previous_id
     else:
         raise UsageError(f"unknown dialect {dialect!r}")
-    return body
+    return merge_body(body, extra) if extra else body
 
 
 class ProviderErrorInfo(msgspec.Struct, kw_only=True):

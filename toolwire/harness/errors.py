@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from .._log import scrub
 from ..errors import ToolwireError
 
-__all__ = ["ProviderError"]
+__all__ = ["ProviderError", "CallbackError"]
 
 
 class ProviderError(ToolwireError):
@@ -29,3 +32,24 @@ class ProviderError(ToolwireError):
         self.transient = transient
         self.retry_after = retry_after
         self.retry_limit = retry_limit
+
+
+class CallbackError(Exception):
+    """Internal: carries what an application's event callback raised through code that classifies exceptions
+    (the transports' network errors, the retry policy, the conversation's fallbacks), so it is never taken for a
+    provider's failure; unwrapped where it reaches the application again."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(repr(error))
+        self.error = error
+
+
+def callback(fn: Callable[[Any], Any]) -> Callable[[Any], None]:
+    """``fn``, with whatever it raises (an ``Exception``, a ``CallbackError`` included: each layer unwraps its
+    own) carried in a ``CallbackError``."""
+    def call(event: Any) -> None:
+        try:
+            fn(event)
+        except Exception as exc:  # noqa: BLE001 - the application's callback may raise anything
+            raise CallbackError(exc) from exc
+    return call

@@ -15,62 +15,44 @@ Failures, where they happen (docs/architecture.md, "Where the loop handles failu
 
 The user always receives either the model's answer or a localized fallback message; technical details (HTTP
 statuses, bodies, exceptions) go to the structured logs only, with the conversation id bound.
+
+The conversation is written once, as a step generator (``_Core.conversation``, see ``registry._steps``): it
+yields a model request or a dispatch and receives its outcome; ``ToolLoop`` performs the steps synchronously,
+``AsyncToolLoop`` with awaits, ``toolwire.durable`` as DBOS steps. Events for user interfaces
+(``toolwire.harness.events``) are emitted along the way. A run stopped from outside (an event callback that
+raises, a ``stream()`` closed early, a cancelled task) never leaves a turn half dispatched: a request in flight
+is abandoned (nothing of it runs), a dispatch under way finishes and its results enter the history first, and a
+run that dispatched nothing leaves the history as it found it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import uuid
-from typing import Any, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from typing import Any, NamedTuple
 
+import anyio
 import msgspec
 import structlog
 
 from .. import _log
-from ..codecs.declare import declare
-from ..codecs.requests import request_body, user_message
+from ..codecs.declare import Approximation, ToolChoice, declare
+from ..codecs.requests import body_conflicts, merge_body, options_fragment, request_body, user_message
 from ..errors import UsageError
 from ..registry import Dispatcher, Registry, ResultKind, ToolResult
-from ..types import FinishReason, Turn
-from .errors import ProviderError
+from ..registry._steps import Steps, adrive, drive
+from ..types import Event, FinishReason, Turn
+from .errors import CallbackError, ProviderError, callback
+from .events import CallAnswered, LoopEvent, LoopFinished, RequestStarted, ResponseEvent, RetryScheduled
 from .fallback import FallbackReason, fallback_message
+from .result import CallOutcome, LoopResult, StepRecord
 from .retry import RetryPolicy
 from .transport import AsyncHTTPTransport, HTTPTransport
 
 __all__ = ["ToolLoop", "AsyncToolLoop", "LoopResult", "CallOutcome", "StepRecord"]
 
 _CORRECTABLE = frozenset({ResultKind.INVALID_ARGUMENTS, ResultKind.UNKNOWN_TOOL})
-
-
-class CallOutcome(msgspec.Struct, kw_only=True):
-    """One call of the conversation: its path through the state machine and how it was answered."""
-
-    name: str | None
-    call_id: str | None
-    states: list[str]
-    result_kind: str
-
-
-class StepRecord(msgspec.Struct, kw_only=True):
-    """One model turn of the conversation and the results sent back for it."""
-
-    turn: Turn
-    results: list[ToolResult]
-    attempts: int
-
-
-class LoopResult(msgspec.Struct, kw_only=True):
-    """What the user gets (``answer``: the model's, or the fallback message when ``fallback``) and what
-    happened on the way (``steps``, ``calls``); ``reason`` says why a fallback was given."""
-
-    conversation_id: str
-    answer: str
-    fallback: bool
-    reason: FallbackReason | None = None
-    calls: list[CallOutcome] = msgspec.field(default_factory=list)
-    steps: list[StepRecord] = msgspec.field(default_factory=list)
-    history: list[Any] = msgspec.field(default_factory=list)
-    #: Gemini Interactions: the last interaction's id, which continues the conversation (it lives server-side)
-    previous_id: str | None = None
 
 
 #: what toolwire records for input it could not use: most likely the same on a retry, but a proxy or a one-off
@@ -160,13 +142,52 @@ def _fallback_reason(exc: ProviderError) -> FallbackReason:
     return FallbackReason.CONTENT_FILTERED if exc.type == "content_filter" else FallbackReason.PROVIDER_FAILED
 
 
+class _Request(NamedTuple):
+    """A step of the conversation: one model request (retried per the policy)."""
+
+    body: dict[str, Any]
+    step: int
+
+
+class _Dispatch(NamedTuple):
+    """A step of the conversation: the calls of an accepted turn through the dispatcher."""
+
+    turn: Turn
+    step: int
+
+
+Emit = Callable[[LoopEvent], None]
+
+
+def _ignore(event: LoopEvent) -> None:
+    return None
+
+
+def _perform(request: Callable[[dict[str, Any], int], Any], dispatch: Callable[[Turn, int], Any]
+             ) -> Callable[[_Request | _Dispatch], Any]:
+    """The performer of a conversation's steps, from a ``request(body, step)`` and a ``dispatch(turn, step)``."""
+    def perform(s: _Request | _Dispatch) -> Any:
+        return request(s.body, s.step) if isinstance(s, _Request) else dispatch(s.turn, s.step)
+    return perform
+
+
+def _emitter(on_event: Callable[[LoopEvent], Any] | None) -> Emit:
+    if on_event is None:
+        return _ignore
+    if not callable(on_event):
+        raise UsageError(f"on_event must be a callable taking a LoopEvent, got {type(on_event).__name__}")
+    return callback(on_event)
+
+
 class _Core:
     """Everything the sync and async loops share: history, requests, decisions. No I/O."""
 
     def __init__(self, provider: str, *, model: str, registry: Registry, dispatcher: Dispatcher | None,
                  system: str | None, stream: bool, locale: str, max_steps: int, retry: RetryPolicy | None,
                  conversation_id: str | None, max_tokens: int, history: Iterable[Any] | None,
-                 echo_ids: bool = True) -> None:
+                 echo_ids: bool = True, tool_choice: ToolChoice | None = None, strict: bool = False,
+                 parallel: bool | None = None, temperature: float | None = None,
+                 reasoning_effort: str | None = None, extra_body: Mapping[str, Any] | None = None) -> None:
         fallback_message(FallbackReason.PROVIDER_FAILED, locale)  # an unknown locale fails now
         if max_steps < 1:
             raise UsageError("max_steps must be at least 1")
@@ -182,7 +203,10 @@ class _Core:
         self.conversation_id = conversation_id or f"conv-{uuid.uuid4().hex[:12]}"
         self.max_tokens = max_tokens
         self.echo_ids = echo_ids  # Gemini: False for endpoints that reject functionResponse.id (Vertex Express)
-        self.tools_fragment = declare(provider, list(registry)).fragment if len(registry) else None
+        self.log = {"conversation_id": self.conversation_id, "provider": provider}
+        self.warnings: tuple[Approximation, ...] = ()
+        self.tools_fragment, self.later_tools_fragment = self._tools(tool_choice, strict, parallel)
+        self.extra = self._extra(temperature, reasoning_effort, extra_body)
         self.history: list[Any] = list(history or [])
         if self.history and provider != "gemini-interactions":
             # a stored conversation may come from anywhere: every call gets exactly one result, in the
@@ -194,17 +218,73 @@ class _Core:
                 _log.emit(_log.WARNING, "loop.history_repaired", conversation_id=self.conversation_id,
                           provider=provider, actions=[a.kind.value for a in report.actions])
         self.previous_id: str | None = None  # Interactions keep the conversation server-side
-        self.log = {"conversation_id": self.conversation_id, "provider": provider}
 
+    # ---- request options ------------------------------------------------------------------------------------
+    def _tools(self, choice: ToolChoice | None, strict: bool, parallel: bool | None
+               ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """The tools fragment of the first request of each prompt, and of the later ones: a choice that forces a
+        call (``required``, ``tool``) applies to the first only, the later ones get it as ``auto`` (same allowed
+        tools and parallel setting), else the model could never answer in text."""
+        if choice is not None and not isinstance(choice, ToolChoice):
+            raise UsageError(f"tool_choice must be a toolwire.ToolChoice, got {type(choice).__name__}")
+        if not isinstance(strict, bool):
+            raise UsageError("strict must be True or False")
+        if parallel is not None and not isinstance(parallel, bool):
+            raise UsageError("parallel must be True, False or None")
+        if not len(self.registry):
+            if choice is not None or strict or parallel is not None:
+                raise UsageError("tool_choice, strict and parallel need tools: the registry is empty")
+            return None, None
+        choice = choice if choice is not None else ToolChoice()
+        if parallel is not None:
+            if choice.parallel is not None and choice.parallel != parallel:
+                raise UsageError(f"parallel={parallel} contradicts tool_choice's parallel={choice.parallel}")
+            choice = msgspec.structs.replace(choice, parallel=parallel)
+        first = self._declare(choice, strict)
+        if choice.mode not in ("required", "tool"):
+            return first, first
+        return first, self._declare(ToolChoice(mode="auto", allowed=choice.allowed, parallel=choice.parallel),
+                                    strict)
+
+    def _declare(self, choice: ToolChoice, strict: bool) -> dict[str, Any]:
+        declaration = declare(self.provider, list(self.registry), choice=choice, strict=strict)
+        # what the dialect cannot express is sent as its nearest equivalent, and said so
+        self.warnings += tuple(w for w in declaration.warnings if w not in self.warnings)
+        return declaration.fragment
+
+    def _extra(self, temperature: float | None, reasoning_effort: str | None,
+               extra_body: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The fields merged into every request body: the options in the dialect's own places, then
+        ``extra_body``, which may add fields but never change one toolwire sets."""
+        extra = options_fragment(self.provider, temperature=temperature, reasoning_effort=reasoning_effort)
+        if extra_body is None:
+            return extra
+        if not isinstance(extra_body, Mapping) or not all(isinstance(k, str) for k in extra_body):
+            raise UsageError("extra_body must be a mapping of field names to JSON values")
+        try:
+            msgspec.json.encode(extra_body)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise UsageError(f"extra_body is not JSON: {exc}") from None
+        probe = request_body(self.provider, model=self.model, history=[user_message(self.provider, "")],
+                             tools_fragment=self.tools_fragment, stream=self.stream, system=self.system or "-",
+                             max_tokens=self.max_tokens, previous_id="-", extra=extra)
+        clashes = body_conflicts(probe, extra_body)
+        if clashes:
+            raise UsageError(f"extra_body sets {', '.join(clashes)}, which toolwire sets itself (from the "
+                             "conversation or an option of the loop): use the option instead")
+        return merge_body(extra, extra_body)
+
+    # ---- the conversation -----------------------------------------------------------------------------------
     def start(self, prompt: str) -> LoopResult:
-        self.history.append(user_message(self.provider, prompt))
+        self.history.append(user_message(self.provider, prompt, alone=not self.history))
         _log.emit(_log.INFO, "loop.start", steps=self.max_steps, **self.log)
         return LoopResult(conversation_id=self.conversation_id, answer="", fallback=False)
 
-    def body(self) -> dict[str, Any]:
+    def body(self, step: int = 0) -> dict[str, Any]:
         return request_body(self.provider, model=self.model, history=self.history,
-                            tools_fragment=self.tools_fragment, stream=self.stream, system=self.system,
-                            max_tokens=self.max_tokens, previous_id=self.previous_id)
+                            tools_fragment=self.tools_fragment if step == 0 else self.later_tools_fragment,
+                            stream=self.stream, system=self.system, max_tokens=self.max_tokens,
+                            previous_id=self.previous_id, extra=self.extra)
 
     def checked(self, turn: Turn, step: int, attempt: int) -> Turn:
         """``turn`` when it can be used; else the ``ProviderError`` that says why (logged, then raised)."""
@@ -215,7 +295,28 @@ class _Core:
             raise failure
         return turn
 
-    def request(self, transport: HTTPTransport, body: dict[str, Any], step: int) -> tuple[Turn, int]:
+    def attempt_started(self, step: int, attempt: int, emit: Emit) -> Callable[[Event], None] | None:
+        """Log and announce attempt ``attempt`` of request ``step``; the parser events' callback for it."""
+        _log.emit(_log.INFO, "loop.request", step=step, attempt=attempt, **self.log)
+        if emit is _ignore:
+            return None
+        emit(RequestStarted(conversation_id=self.conversation_id, step=step, attempt=attempt))
+        return lambda event: emit(ResponseEvent(conversation_id=self.conversation_id, step=step, attempt=attempt,
+                                                event=event))
+
+    def retrying(self, step: int, emit: Emit) -> Callable[[int, float, BaseException], None] | None:
+        """The retry policy's ``on_retry`` for request ``step``: a ``RetryScheduled`` event."""
+        if emit is _ignore:
+            return None
+
+        def on_retry(attempt: int, delay: float, exc: BaseException) -> None:
+            emit(RetryScheduled(conversation_id=self.conversation_id, step=step, attempt=attempt,
+                                delay=round(delay, 3), reason=str(getattr(exc, "type", type(exc).__name__)),
+                                status=getattr(exc, "status", None)))
+        return on_retry
+
+    def request(self, transport: HTTPTransport, body: dict[str, Any], step: int,
+                emit: Emit = _ignore) -> tuple[Turn, int]:
         """One model request over ``transport``, retried per the policy: the accepted turn and the attempts it
         took (raises the ``ProviderError`` that ends the conversation in a fallback)."""
         attempts = 0
@@ -223,10 +324,23 @@ class _Core:
         def attempt() -> Turn:
             nonlocal attempts
             attempts += 1
-            _log.emit(_log.INFO, "loop.request", step=step, attempt=attempts, **self.log)
-            return self.checked(transport.request(body), step, attempts)
+            on_event = self.attempt_started(step, attempts, emit)
+            return self.checked(transport.request(body, on_event=on_event), step, attempts)
 
-        return self.retry.call(attempt, step=step, **self.log), attempts
+        return self.retry.call(attempt, on_retry=self.retrying(step, emit), step=step, **self.log), attempts
+
+    async def arequest(self, transport: AsyncHTTPTransport, body: dict[str, Any], step: int,
+                       emit: Emit = _ignore) -> tuple[Turn, int]:
+        """The async twin of ``request``."""
+        attempts = 0
+
+        async def attempt() -> Turn:
+            nonlocal attempts
+            attempts += 1
+            on_event = self.attempt_started(step, attempts, emit)
+            return self.checked(await transport.request(body, on_event=on_event), step, attempts)
+
+        return await self.retry.acall(attempt, on_retry=self.retrying(step, emit), step=step, **self.log), attempts
 
     def turn_id(self, turn: Turn) -> str:
         """What identifies ``turn`` in this conversation for the ledger: the length of the history it answers
@@ -275,30 +389,56 @@ class _Core:
         result.previous_id = self.previous_id
         return result
 
+    def conversation(self, prompt: str, emit: Emit = _ignore) -> Steps[LoopResult]:
+        """The conversation for one prompt, as a step generator: it yields ``_Request`` (answered with the
+        accepted turn and its attempts, or a ``ProviderError`` raised into it) and ``_Dispatch`` (answered with
+        the results). Stopped from outside before anything was dispatched, it puts the history back as it was."""
+        saved = (list(self.history), self.previous_id)
+        dispatched = False
+        try:
+            result = self.start(prompt)
+            corrections = 0
+            for step in range(self.max_steps):
+                try:
+                    turn, attempts = yield _Request(self.body(step), step)
+                except ProviderError as exc:
+                    return self.finish(result, None, _fallback_reason(exc), exc)
+                _log.emit(_log.INFO, "loop.turn", step=step, finish_reason=turn.raw_finish_reason,
+                          calls=len(turn.calls), **self.log)
+                if not turn.calls:
+                    result.steps.append(StepRecord(turn=turn, results=[], attempts=attempts))
+                    self.record_answer(turn)
+                    return self.finish(result, turn.text, None)
+                results = yield _Dispatch(turn, step)
+                dispatched = True  # its effects happened: the history keeps them, whatever comes next
+                self.record(result, turn, results, attempts)
+                for r in results:
+                    emit(CallAnswered(conversation_id=self.conversation_id, step=step, result=r))
+                corrections, exhausted = self.after_dispatch(results, corrections)
+                if exhausted:
+                    return self.finish(result, None, FallbackReason.CORRECTIONS_EXHAUSTED)
+            return self.finish(result, None, FallbackReason.STEP_LIMIT)
+        except BaseException:
+            if not dispatched:
+                self.history, self.previous_id = saved
+            raise
+
     def drive(self, prompt: str, request: Callable[[dict[str, Any], int], tuple[Turn, int]],
-              dispatch: Callable[[Turn, int], list[ToolResult]]) -> LoopResult:
+              dispatch: Callable[[Turn, int], list[ToolResult]], emit: Emit = _ignore) -> LoopResult:
         """The synchronous conversation for one prompt: ``request(body, step)`` returns a usable turn and the
         attempts it took (or raises ``ProviderError``); ``dispatch(turn, step)`` answers its calls. ``ToolLoop``
         and ``toolwire.durable`` supply both."""
-        result = self.start(prompt)
-        corrections = 0
-        for step in range(self.max_steps):
-            try:
-                turn, attempts = request(self.body(), step)
-            except ProviderError as exc:
-                return self.finish(result, None, _fallback_reason(exc), exc)
-            _log.emit(_log.INFO, "loop.turn", step=step, finish_reason=turn.raw_finish_reason,
-                      calls=len(turn.calls), **self.log)
-            if not turn.calls:
-                result.steps.append(StepRecord(turn=turn, results=[], attempts=attempts))
-                self.record_answer(turn)
-                return self.finish(result, turn.text, None)
-            results = dispatch(turn, step)
-            self.record(result, turn, results, attempts)
-            corrections, exhausted = self.after_dispatch(results, corrections)
-            if exhausted:
-                return self.finish(result, None, FallbackReason.CORRECTIONS_EXHAUSTED)
-        return self.finish(result, None, FallbackReason.STEP_LIMIT)
+        result = drive(self.conversation(prompt, emit), _perform(request, dispatch))
+        emit(LoopFinished(conversation_id=self.conversation_id, result=result))
+        return result
+
+    async def adrive(self, prompt: str, request: Callable[[dict[str, Any], int], Awaitable[tuple[Turn, int]]],
+                     dispatch: Callable[[Turn, int], Awaitable[list[ToolResult]]], emit: Emit = _ignore
+                     ) -> LoopResult:
+        """The async twin of ``drive``."""
+        result = await adrive(self.conversation(prompt, emit), _perform(request, dispatch))
+        emit(LoopFinished(conversation_id=self.conversation_id, result=result))
+        return result
 
     def after_dispatch(self, results: list[ToolResult], corrections: int) -> tuple[int, bool]:
         """Count correction rounds; True when the model failed again after its one correction round."""
@@ -306,6 +446,24 @@ class _Core:
             corrections += 1
             return corrections, corrections > 1
         return corrections, False
+
+
+async def _uninterrupted(awaitable: Awaitable[Any]) -> tuple[Any, bool]:
+    """Await ``awaitable`` to its end even when the calling task is cancelled meanwhile: its result, and whether
+    a (native) cancellation arrived, which the caller raises once the result is safe. An anyio cancel scope's
+    cancellation waits outside the shield and arrives at the caller's next await."""
+    task = asyncio.ensure_future(awaitable)
+    cancelled = False
+    with anyio.CancelScope(shield=True):
+        while not task.done():
+            try:
+                await asyncio.shield(task)
+            except asyncio.CancelledError:
+                cancelled = True
+    return task.result(), cancelled
+
+
+_END = object()
 
 
 class ToolLoop:
@@ -316,6 +474,14 @@ class ToolLoop:
     leaves Gemini's ``functionResponse.id`` out, for endpoints that reject it (Vertex Express). ``run(prompt)``
     returns a ``LoopResult`` and never raises for a provider's or a model's failure (the fallback message is
     the answer then); it raises ``UsageError`` for misuse.
+
+    Request options, sent in each dialect's own fields: ``tool_choice`` (a ``toolwire.ToolChoice``; one that
+    forces a call applies to the first request of each prompt, the later ones get it as ``auto``), ``strict``
+    (strict tool schemas, as ``declare`` does it), ``parallel`` (allow or forbid parallel calls; None leaves the
+    provider's default), ``temperature``, ``reasoning_effort`` (see ``toolwire.codecs.requests.REASONING_EFFORTS``)
+    and ``extra_body`` (more fields merged into every request body; it may add fields, objects merge key by key,
+    but it may not change a field toolwire sets). A value a dialect does not accept is a ``UsageError`` here; one
+    it can only approximate is sent as its nearest equivalent and listed in ``warnings``.
     """
 
     def __init__(self, provider: str, *, model: str, registry: Registry, dispatcher: Dispatcher | None = None,
@@ -323,11 +489,14 @@ class ToolLoop:
                  system: str | None = None, stream: bool = True, locale: str = "en", max_steps: int = 8,
                  retry: RetryPolicy | None = None, conversation_id: str | None = None, max_tokens: int = 1024,
                  timeout: float | None = None, history: Iterable[Any] | None = None,
-                 echo_ids: bool = True) -> None:
+                 echo_ids: bool = True, tool_choice: ToolChoice | None = None, strict: bool = False,
+                 parallel: bool | None = None, temperature: float | None = None,
+                 reasoning_effort: str | None = None, extra_body: Mapping[str, Any] | None = None) -> None:
         self.core = _Core(provider, model=model, registry=registry, dispatcher=dispatcher, system=system,
                           stream=stream, locale=locale, max_steps=max_steps, retry=retry,
                           conversation_id=conversation_id, max_tokens=max_tokens, history=history,
-                          echo_ids=echo_ids)
+                          echo_ids=echo_ids, tool_choice=tool_choice, strict=strict, parallel=parallel,
+                          temperature=temperature, reasoning_effort=reasoning_effort, extra_body=extra_body)
         self.transport = transport or HTTPTransport(provider, model=model, base_url=base_url, api_key=api_key,
                                                     stream=stream, timeout=timeout)
 
@@ -335,22 +504,40 @@ class ToolLoop:
     def conversation_id(self) -> str:
         return self.core.conversation_id
 
-    def run(self, prompt: str) -> LoopResult:
-        # every event of the conversation (parsing and dispatch included) carries its id where the
-        # application's structlog merges context variables (toolwire.logs.configure_logging does)
-        with structlog.contextvars.bound_contextvars(conversation_id=self.core.conversation_id):
-            return self._run(prompt)
+    @property
+    def warnings(self) -> tuple[Approximation, ...]:
+        """What the dialect cannot express of ``tool_choice``, ``strict`` and ``parallel`` and is sent as its nearest
+        equivalent (``toolwire.Approximation``: ``code``, ``detail``), as ``declare`` reports it."""
+        return self.core.warnings
 
-    def _run(self, prompt: str) -> LoopResult:
+    def run(self, prompt: str, *, on_event: Callable[[LoopEvent], Any] | None = None,
+            data: Any = None) -> LoopResult:
+        """Run one prompt to the model's answer (or the fallback).
+
+        ``on_event(event)`` is called on this thread with every event of the conversation
+        (``toolwire.harness.events``), ending with ``LoopFinished``. What it raises stops the run and propagates
+        from ``run`` unchanged, never half-way through a dispatch: a model request under way is abandoned
+        (nothing of it runs); results are announced only once the whole turn is dispatched and in the history;
+        and a run stopped before it dispatched anything leaves the history as it was, so the same prompt can be
+        run again. ``data``: any object, handed to the handlers that ask for a ``ToolContext``
+        (``ToolContext.data``)."""
+        emit = _emitter(on_event)
         core = self.core
 
         def request(body: dict[str, Any], step: int) -> tuple[Turn, int]:
-            return core.request(self.transport, body, step)
+            return core.request(self.transport, body, step, emit)
 
         def dispatch(turn: Turn, step: int) -> list[ToolResult]:
-            return core.dispatcher.run(turn, conversation_id=core.conversation_id, turn_id=core.turn_id(turn))
+            return core.dispatcher.run(turn, conversation_id=core.conversation_id, turn_id=core.turn_id(turn),
+                                       data=data)
 
-        return core.drive(prompt, request, dispatch)
+        # every event of the conversation (parsing and dispatch included) carries its id where the
+        # application's structlog merges context variables (toolwire.logs.configure_logging does)
+        with structlog.contextvars.bound_contextvars(conversation_id=core.conversation_id):
+            try:
+                return core.drive(prompt, request, dispatch, emit)
+            except CallbackError as exc:
+                raise exc.error from None
 
     def close(self) -> None:
         self.transport.close()
@@ -363,18 +550,23 @@ class ToolLoop:
 
 
 class AsyncToolLoop:
-    """The async twin of ``ToolLoop``: ``await loop.run(prompt)``; handlers run through ``Dispatcher.arun``."""
+    """The async twin of ``ToolLoop``: ``await loop.run(prompt)``, or ``async for event in loop.stream(prompt)``;
+    handlers run through ``Dispatcher.arun``. Takes the same request options as ``ToolLoop``."""
 
     def __init__(self, provider: str, *, model: str, registry: Registry, dispatcher: Dispatcher | None = None,
                  transport: AsyncHTTPTransport | None = None, base_url: str | None = None,
                  api_key: str | None = None, system: str | None = None, stream: bool = True, locale: str = "en",
                  max_steps: int = 8, retry: RetryPolicy | None = None, conversation_id: str | None = None,
                  max_tokens: int = 1024, timeout: float | None = None,
-                 history: Iterable[Any] | None = None, echo_ids: bool = True) -> None:
+                 history: Iterable[Any] | None = None, echo_ids: bool = True,
+                 tool_choice: ToolChoice | None = None, strict: bool = False, parallel: bool | None = None,
+                 temperature: float | None = None, reasoning_effort: str | None = None,
+                 extra_body: Mapping[str, Any] | None = None) -> None:
         self.core = _Core(provider, model=model, registry=registry, dispatcher=dispatcher, system=system,
                           stream=stream, locale=locale, max_steps=max_steps, retry=retry,
                           conversation_id=conversation_id, max_tokens=max_tokens, history=history,
-                          echo_ids=echo_ids)
+                          echo_ids=echo_ids, tool_choice=tool_choice, strict=strict, parallel=parallel,
+                          temperature=temperature, reasoning_effort=reasoning_effort, extra_body=extra_body)
         self.transport = transport or AsyncHTTPTransport(provider, model=model, base_url=base_url,
                                                          api_key=api_key, stream=stream, timeout=timeout)
 
@@ -382,41 +574,89 @@ class AsyncToolLoop:
     def conversation_id(self) -> str:
         return self.core.conversation_id
 
-    async def run(self, prompt: str) -> LoopResult:
-        with structlog.contextvars.bound_contextvars(conversation_id=self.core.conversation_id):
-            return await self._run(prompt)
+    @property
+    def warnings(self) -> tuple[Approximation, ...]:
+        """What the dialect cannot express of ``tool_choice``, ``strict`` and ``parallel`` and is sent as its nearest
+        equivalent (``toolwire.Approximation``: ``code``, ``detail``), as ``declare`` reports it."""
+        return self.core.warnings
 
-    async def _run(self, prompt: str) -> LoopResult:
+    async def run(self, prompt: str, *, on_event: Callable[[LoopEvent], Any] | None = None,
+                  data: Any = None) -> LoopResult:
+        """As ``ToolLoop.run`` (``on_event`` is a plain callable, called on the event loop). Cancelled while a
+        turn is being dispatched, the dispatch finishes and its results enter the history before the
+        cancellation propagates."""
+        return await self._run(prompt, _emitter(on_event), data, None)
+
+    async def _run(self, prompt: str, emit: Emit, data: Any, gate: Callable[[], Awaitable[Any]] | None
+                   ) -> LoopResult:
+        """``run``; ``gate()``, when given, is awaited before each model request and each dispatch starts."""
         core = self.core
-        result = core.start(prompt)
-        corrections = 0
-        for step in range(core.max_steps):
-            body = core.body()
-            attempts = 0
+        cancelled = False
 
-            async def attempt() -> Turn:
-                nonlocal attempts
-                attempts += 1
-                _log.emit(_log.INFO, "loop.request", step=step, attempt=attempts, **core.log)
-                return core.checked(await self.transport.request(body), step, attempts)
+        async def request(body: dict[str, Any], step: int) -> tuple[Turn, int]:
+            if cancelled:  # the dispatch before it was cancelled: stop now that its results are recorded
+                raise asyncio.CancelledError
+            if gate is not None:
+                await gate()
+            return await core.arequest(self.transport, body, step, emit)
 
+        async def dispatch(turn: Turn, step: int) -> list[ToolResult]:
+            nonlocal cancelled
+            if gate is not None:
+                await gate()
+            results, cancelled = await _uninterrupted(core.dispatcher.arun(
+                turn, conversation_id=core.conversation_id, turn_id=core.turn_id(turn), data=data))
+            return results
+
+        with structlog.contextvars.bound_contextvars(conversation_id=core.conversation_id):
             try:
-                turn = await core.retry.acall(attempt, step=step, **core.log)
-            except ProviderError as exc:
-                return core.finish(result, None, _fallback_reason(exc), exc)
-            _log.emit(_log.INFO, "loop.turn", step=step, finish_reason=turn.raw_finish_reason,
-                      calls=len(turn.calls), **core.log)
-            if not turn.calls:
-                result.steps.append(StepRecord(turn=turn, results=[], attempts=attempts))
-                core.record_answer(turn)
-                return core.finish(result, turn.text, None)
-            results = await core.dispatcher.arun(turn, conversation_id=core.conversation_id,
-                                                 turn_id=core.turn_id(turn))
-            core.record(result, turn, results, attempts)
-            corrections, exhausted = core.after_dispatch(results, corrections)
-            if exhausted:
-                return core.finish(result, None, FallbackReason.CORRECTIONS_EXHAUSTED)
-        return core.finish(result, None, FallbackReason.STEP_LIMIT)
+                result = await core.adrive(prompt, request, dispatch, emit)
+            except CallbackError as exc:
+                raise exc.error from None
+        if cancelled:
+            raise asyncio.CancelledError
+        return result
+
+    async def stream(self, prompt: str, *, data: Any = None) -> AsyncIterator[LoopEvent]:
+        """Run ``prompt`` and yield its events as they happen (``toolwire.harness.events``), ending with
+        ``LoopFinished``; what ``run`` would raise is raised here.
+
+        The run keeps pace with the consumer: a model request or a dispatch starts only once the consumer has
+        taken every event before it and asks for the next. Closing the iterator early (``break`` under
+        ``contextlib.aclosing``, ``aclose()``, or the consumer's task cancelled) stops the run and waits for it to
+        end: the response being read is closed and nothing of it runs, a dispatch under way finishes and is
+        recorded first, no request or dispatch starts after the consumer left, and no task is left behind."""
+        events: asyncio.Queue[Any] = asyncio.Queue()
+        wanted = asyncio.Event()  # the consumer took every event and waits for the next
+        # stopped through an anyio cancel scope, not Task.cancel(): httpx's transport shields its own clean-up
+        # (returning the connection to its pool) from anyio cancellation only
+        scope = anyio.CancelScope()
+
+        def emit(event: LoopEvent) -> None:
+            wanted.clear()
+            events.put_nowait(event)
+
+        async def produce() -> LoopResult | None:
+            with scope:
+                return await self._run(prompt, emit, data, wanted.wait)
+            return None  # stopped by the consumer
+
+        task = asyncio.ensure_future(produce())
+        task.add_done_callback(lambda _: events.put_nowait(_END))
+        try:
+            while True:
+                if events.empty():
+                    wanted.set()
+                event = await events.get()
+                if event is _END:
+                    break
+                yield event
+            await task
+        finally:
+            scope.cancel()
+            await asyncio.wait([task])
+            if not task.cancelled():
+                task.exception()  # retrieved: what it raised after the consumer left is not reported again
 
     async def aclose(self) -> None:
         await self.transport.aclose()

@@ -24,6 +24,9 @@ from .errors import ProviderError
 __all__ = ["RetryPolicy"]
 
 T = TypeVar("T")
+#: ``on_retry(attempt, delay, error)``: attempt ``attempt`` (1-based) failed with ``error``; the next starts after
+#: ``delay`` seconds
+OnRetry = Callable[[int, float, BaseException], None]
 
 
 class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True):
@@ -49,7 +52,7 @@ class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True):
         base = min(self.max_backoff, self.initial * (2 ** (attempt - 1)))
         return base * (1.0 - self.jitter * random.random())
 
-    def _kwargs(self, context: dict[str, Any]) -> dict[str, Any]:
+    def _kwargs(self, context: dict[str, Any], on_retry: OnRetry | None) -> dict[str, Any]:
         retried: collections.Counter[str] = collections.Counter()  # retries so far, per failure type
 
         def retry(state: tenacity.RetryCallState) -> bool:
@@ -72,6 +75,8 @@ class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True):
                       delay=round(state.next_action.sleep, 3) if state.next_action else None,
                       type=getattr(exc, "type", type(exc).__name__), status=getattr(exc, "status", None),
                       **context)
+            if on_retry is not None:
+                on_retry(state.attempt_number, state.next_action.sleep if state.next_action else 0.0, exc)
 
         return dict(
             stop=tenacity.stop_after_attempt(max(1, self.attempts)) | tenacity.stop_after_delay(self.deadline),
@@ -81,17 +86,19 @@ class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True):
             reraise=True,
         )
 
-    def call(self, fn: Callable[[], T], **context: Any) -> T:
+    def call(self, fn: Callable[[], T], *, on_retry: OnRetry | None = None, **context: Any) -> T:
         """Run ``fn`` until it returns, a permanent error, or the attempts or deadline run out (the last error
-        is raised)."""
-        for attempt in tenacity.Retrying(**self._kwargs(context)):
+        is raised). ``on_retry(attempt, delay, error)`` is called before each wait: attempt ``attempt`` failed
+        with ``error`` and the next one starts after ``delay`` seconds (what it raises propagates)."""
+        for attempt in tenacity.Retrying(**self._kwargs(context, on_retry)):
             with attempt:
                 return fn()
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def acall(self, fn: Callable[[], Awaitable[T]], **context: Any) -> T:
+    async def acall(self, fn: Callable[[], Awaitable[T]], *, on_retry: OnRetry | None = None,
+                    **context: Any) -> T:
         """The async twin of ``call``."""
-        async for attempt in tenacity.AsyncRetrying(**self._kwargs(context)):
+        async for attempt in tenacity.AsyncRetrying(**self._kwargs(context, on_retry)):
             with attempt:
                 return await fn()
         raise AssertionError("unreachable")  # pragma: no cover

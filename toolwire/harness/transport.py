@@ -20,6 +20,7 @@ Whatever the provider sends, ``request`` returns a Turn or raises ``ProviderErro
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -28,8 +29,8 @@ from .. import _log
 from ..codecs.requests import ProviderErrorInfo, endpoint, parse_error
 from ..errors import ProviderProtocolError
 from ..parser import StreamParser
-from ..types import Turn
-from .errors import ProviderError
+from ..types import Event, Turn
+from .errors import CallbackError, ProviderError, callback
 
 __all__ = ["HTTPTransport", "AsyncHTTPTransport", "DEFAULT_TIMEOUT", "ERROR_BODY_LIMIT"]
 
@@ -116,22 +117,35 @@ class _Base:
                              type=kind, transient=True)
 
 
-def _feed(transport: _Base, parser: StreamParser, chunk: bytes, head: bytearray, status: int) -> None:
-    """Feed one chunk; whatever the parser raises for it becomes a ``ProviderError`` (the parser is dropped)."""
+def _feed(transport: _Base, parser: StreamParser, chunk: bytes, head: bytearray, status: int,
+          on_event: Callable[[Event], None] | None) -> None:
+    """Feed one chunk; whatever the parser raises for it becomes a ``ProviderError`` (the parser is dropped). The
+    events it returns go to ``on_event``."""
     if len(head) < _HEAD_READ:
         head += chunk[:_HEAD_READ - len(head)]
     try:
-        parser.feed(chunk)
+        events = parser.feed(chunk)
     except Exception as exc:  # FramingError, a RecursionError from nesting, anything else the body provoked
         raise transport._unreadable(exc, status, bytes(head)) from None
+    if on_event is not None:
+        for event in events:
+            on_event(event)
 
 
-def _close(transport: _Base, parser: StreamParser, head: bytearray, status: int) -> Turn:
+def _close(transport: _Base, parser: StreamParser, head: bytearray, status: int,
+           on_event: Callable[[Event], None] | None) -> Turn:
     try:
-        parser.close()
+        events = parser.close()
     except Exception as exc:
         raise transport._unreadable(exc, status, bytes(head)) from None
+    if on_event is not None:
+        for event in events:
+            on_event(event)
     return parser.turn
+
+
+def _listener(on_event: Callable[[Event], Any] | None) -> Callable[[Event], None] | None:
+    return None if on_event is None else callback(on_event)
 
 
 class HTTPTransport(_Base):
@@ -145,7 +159,15 @@ class HTTPTransport(_Base):
         self._client = client or httpx.Client(timeout=self.timeout)
         self._own = client is None
 
-    def request(self, body: dict[str, Any]) -> Turn:
+    def request(self, body: dict[str, Any], *, on_event: Callable[[Event], Any] | None = None) -> Turn:
+        """Send ``body``; return the Turn. ``on_event(event)`` gets each parser event as the response is read
+        (what it raises propagates unchanged, the response is closed, nothing is retried)."""
+        try:
+            return self._request(body, _listener(on_event))
+        except CallbackError as exc:
+            raise exc.error from None
+
+    def _request(self, body: dict[str, Any], on_event: Callable[[Event], None] | None) -> Turn:
         ep = self._endpoint
         parser = self._parser()
         head = bytearray()
@@ -164,12 +186,12 @@ class HTTPTransport(_Base):
                         pass  # an error body cut or not decodable: the status and what arrived decide
                     raise self._http_error(status, resp.headers, bytes(error_body[:ERROR_BODY_LIMIT]))
                 for chunk in resp.iter_bytes():
-                    _feed(self, parser, chunk, head, status)
+                    _feed(self, parser, chunk, head, status, on_event)
         except httpx.DecodingError as exc:
             raise self._unreadable(exc, status, bytes(head)) from None
         except httpx.HTTPError as exc:
             raise self._network_error(exc) from None
-        return _close(self, parser, head, status)
+        return _close(self, parser, head, status, on_event)
 
     def close(self) -> None:
         if self._own:
@@ -192,7 +214,14 @@ class AsyncHTTPTransport(_Base):
         self._client = client or httpx.AsyncClient(timeout=self.timeout)
         self._own = client is None
 
-    async def request(self, body: dict[str, Any]) -> Turn:
+    async def request(self, body: dict[str, Any], *, on_event: Callable[[Event], Any] | None = None) -> Turn:
+        """The async twin of ``HTTPTransport.request`` (``on_event`` is a plain callable)."""
+        try:
+            return await self._request(body, _listener(on_event))
+        except CallbackError as exc:
+            raise exc.error from None
+
+    async def _request(self, body: dict[str, Any], on_event: Callable[[Event], None] | None) -> Turn:
         ep = self._endpoint
         parser = self._parser()
         head = bytearray()
@@ -211,12 +240,12 @@ class AsyncHTTPTransport(_Base):
                         pass  # an error body cut or not decodable: the status and what arrived decide
                     raise self._http_error(status, resp.headers, bytes(error_body[:ERROR_BODY_LIMIT]))
                 async for chunk in resp.aiter_bytes():
-                    _feed(self, parser, chunk, head, status)
+                    _feed(self, parser, chunk, head, status, on_event)
         except httpx.DecodingError as exc:
             raise self._unreadable(exc, status, bytes(head)) from None
         except httpx.HTTPError as exc:
             raise self._network_error(exc) from None
-        return _close(self, parser, head, status)
+        return _close(self, parser, head, status, on_event)
 
     async def aclose(self) -> None:
         if self._own:

@@ -13,6 +13,7 @@ from typing import Any
 
 from ._base import Dialect, Ev, Request, partial_text
 from ._core import ApiError, Call, Conversation, Fault, Reply, Result, dumps, fragments, text_fragments
+from ._options import check_anthropic
 from ._model import parse_content
 
 __all__ = ["Anthropic"]
@@ -134,6 +135,7 @@ class Anthropic(Dialect):
             raise ApiError(400, "messages: Input should be a valid list")
         if not messages:
             raise ApiError(400, "messages: at least one message is required")
+        check_anthropic(body)
         choice = body.get("tool_choice")
         conv = Conversation(parallel=not (isinstance(choice, dict) and choice.get("disable_parallel_tool_use")))
         prev_tool_ids: list[str] = []

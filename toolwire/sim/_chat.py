@@ -8,6 +8,7 @@ from typing import Any
 
 from ._base import Dialect, Ev, Request, bearer, partial_text
 from ._core import ApiError, Call, Conversation, Fault, Reply, Result, dumps, fragments, text_fragments
+from ._options import check_chat
 from ._model import parse_content
 
 __all__ = ["OpenAIChat", "openai_error", "openai_status_body", "check_openai_tools"]
@@ -143,6 +144,7 @@ class OpenAIChat(OpenAIDialect):
         req.state["include_usage"] = bool(isinstance(opts, dict) and opts.get("include_usage"))
         req.state["obfuscation"] = not (isinstance(opts, dict) and opts.get("include_obfuscation") is False)
         check_openai_tools(body.get("tools"), nested=True)
+        check_chat(body)
         messages = body.get("messages")
         if messages is None:
             raise ApiError(400, "Missing required parameter: 'messages'.", param="messages",

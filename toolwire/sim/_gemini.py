@@ -19,6 +19,7 @@ from typing import Any
 
 from ._base import STATUS_TEXT, Dialect, Ev, Request, partial_text
 from ._core import ApiError, Call, Conversation, Fault, Reply, Result, dumps, text_fragments
+from ._options import check_gemini
 
 __all__ = ["Gemini", "google_error", "google_status_body", "google_authorized", "GOOGLE_NO_KEY", "SIG_PREFIX",
            "SKIP_SIGNATURES", "requires_signatures"]
@@ -154,6 +155,7 @@ class Gemini(Dialect):
         if not isinstance(contents, list):
             raise ApiError(400, "Invalid JSON payload received. Unknown name \"contents\": Proto field is repeating, "
                                 "cannot start object.")
+        check_gemini(body)
         tools = body.get("tools")
         if tools is not None:
             for t, tool in enumerate(tools if isinstance(tools, list) else [tools]):

@@ -16,6 +16,7 @@ from typing import Any
 
 from ._base import STATUS_TEXT, Dialect, Ev, Request, partial_text
 from ._core import ApiError, Call, Conversation, Fault, Reply, Result, dumps, fragments, text_fragments
+from ._options import check_interactions
 from ._gemini import _MESSAGES, GOOGLE_NO_KEY, SIG_PREFIX, _duration, google_authorized
 from ._model import parse_content
 
@@ -94,6 +95,7 @@ class Interactions(Dialect):
             raise ApiError(400, "Either model or agent must be specified.")
         req.model = body.get("model") or body.get("agent")
         req.stream = body.get("stream") is True
+        check_interactions(body)
         if "input" not in body:
             raise ApiError(400, "input is required.")
         prev: dict[str, Any] | None = None

@@ -13,6 +13,7 @@ from typing import Any
 from ._base import Ev, Request, partial_text
 from ._chat import OpenAIDialect, check_openai_tools
 from ._core import ApiError, Call, Conversation, Reply, Result, dumps, fragments, text_fragments
+from ._options import check_responses
 from ._model import parse_content
 
 __all__ = ["OpenAIResponses"]
@@ -49,6 +50,7 @@ class OpenAIResponses(OpenAIDialect):
         opts = body.get("stream_options") or {}
         req.state["obfuscation"] = not (isinstance(opts, dict) and opts.get("include_obfuscation") is False)
         check_openai_tools(body.get("tools"), nested=False)
+        check_responses(body)
         prev_items: list[dict[str, Any]] = []
         prev_id = body.get("previous_response_id")
         if prev_id is not None:
