@@ -33,21 +33,13 @@ from toolwire.harness.demo_tools import DemoWorld
 from toolwire.sim import SCENARIOS, Fault, SimProvider
 
 from .bodies import body as response_body
+from .test_loop_e2e import sim  # noqa: F401 - the fixture: a simulated provider of its own for each test
 
 FAST = RetryPolicy(attempts=4, deadline=20.0, initial=0.01, max_backoff=0.05, max_hint=2.0)
 MODEL = "sim-model"
 MODES = ("sync", "async")
 HEIGHT = SCENARIOS["height"].prompts["en"]
 RICE = SCENARIOS["rice"].prompts["en"]
-
-
-@pytest.fixture
-def sim():
-    """A simulated provider of its own for each test."""
-    provider = SimProvider(seed=11)
-    with provider.serve() as base_url:
-        provider.base_url = base_url
-        yield provider
 
 
 def values(key: str) -> dict[str, Any]:
