@@ -882,7 +882,8 @@ class Dispatcher:
         """Attempts of one read (no transitions here: this may run on a worker thread)."""
         while True:
             p.attempts += 1
-            step = self._read_step(p, self._invoke_sync(p.tool, functools.partial(self._call_handler, p)), conversation_id)
+            outcome = self._invoke_sync(p.tool, functools.partial(self._call_handler, p))
+            step = self._read_step(p, outcome, conversation_id)
             if isinstance(step, ToolResult):
                 return step
             if step:
@@ -946,7 +947,8 @@ class Dispatcher:
     async def _aread_loop(self, p: _Plan, conversation_id: str) -> ToolResult:
         while True:
             p.attempts += 1
-            step = self._read_step(p, await self._invoke_async(p.tool, functools.partial(self._call_handler, p)), conversation_id)
+            outcome = await self._invoke_async(p.tool, functools.partial(self._call_handler, p))
+            step = self._read_step(p, outcome, conversation_id)
             if isinstance(step, ToolResult):
                 return step
             if step:
