@@ -28,6 +28,7 @@ run that dispatched nothing leaves the history as it found it.
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Any, NamedTuple
@@ -218,6 +219,7 @@ class _Core:
                 _log.emit(_log.WARNING, "loop.history_repaired", conversation_id=self.conversation_id,
                           provider=provider, actions=[a.kind.value for a in report.actions])
         self.previous_id: str | None = None  # Interactions keep the conversation server-side
+        self.running = False  # a prompt is being run (see ``conversation``)
 
     # ---- request options ------------------------------------------------------------------------------------
     def _tools(self, choice: ToolChoice | None, strict: bool, parallel: bool | None
@@ -261,9 +263,9 @@ class _Core:
             return extra
         if not isinstance(extra_body, Mapping) or not all(isinstance(k, str) for k in extra_body):
             raise UsageError("extra_body must be a mapping of field names to JSON values")
-        try:
-            msgspec.json.encode(extra_body)
-        except (TypeError, ValueError, OverflowError) as exc:
+        try:  # as the transport will send it: NaN and infinities are not JSON
+            json.dumps(extra_body, allow_nan=False)
+        except (TypeError, ValueError, OverflowError, RecursionError) as exc:
             raise UsageError(f"extra_body is not JSON: {exc}") from None
         probe = request_body(self.provider, model=self.model, history=[user_message(self.provider, "")],
                              tools_fragment=self.tools_fragment, stream=self.stream, system=self.system or "-",
@@ -392,7 +394,19 @@ class _Core:
     def conversation(self, prompt: str, emit: Emit = _ignore) -> Steps[LoopResult]:
         """The conversation for one prompt, as a step generator: it yields ``_Request`` (answered with the
         accepted turn and its attempts, or a ``ProviderError`` raised into it) and ``_Dispatch`` (answered with
-        the results). Stopped from outside before anything was dispatched, it puts the history back as it was."""
+        the results). Stopped from outside before anything was dispatched, it puts the history back as it was.
+        One at a time per loop: a second while one runs (from a callback, or concurrently) is a ``UsageError``,
+        since both would change the one history."""
+        if self.running:
+            raise UsageError("a prompt of this loop is still running: a loop runs one prompt at a time (from an "
+                             "on_event callback or a concurrent task, use another loop)")
+        self.running = True
+        try:
+            return (yield from self._conversation(prompt, emit))
+        finally:
+            self.running = False
+
+    def _conversation(self, prompt: str, emit: Emit) -> Steps[LoopResult]:
         saved = (list(self.history), self.previous_id)
         dispatched = False
         try:

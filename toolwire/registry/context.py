@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import types
 import typing
 from collections.abc import Callable
 from typing import Any
@@ -46,8 +47,12 @@ class ToolContext(msgspec.Struct, frozen=True, kw_only=True):
 def _is_context(annotation: Any) -> bool:
     if annotation is ToolContext:
         return True
-    if typing.get_origin(annotation) is typing.Annotated:
-        return typing.get_args(annotation)[0] is ToolContext
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _is_context(typing.get_args(annotation)[0])
+    if origin is typing.Union or origin is types.UnionType:
+        # `ToolContext | None`: still the context (always given); never a schema property the model would fill
+        return any(_is_context(arg) for arg in typing.get_args(annotation))
     # an annotation that stayed a string (an unresolvable forward reference elsewhere in the signature)
     return isinstance(annotation, str) and annotation.rsplit(".", 1)[-1] == "ToolContext"
 
