@@ -80,7 +80,9 @@ def test_eight_workers_with_a_killer_finish_forty_conversations_without_a_second
     doc = report_to_json(report)
     assert len(report.runs) == 40
     killed = {k.pid: k.at for k in report.kills}
-    assert any(k.in_write for k in report.kills) and report.restarts == len(report.kills)
+    assert any(k.in_write for k in report.kills)
+    # every kill is followed by a restart, but one that lands as the run ends (the supervisor is stopping)
+    assert report.restarts == sum(k.restarted for k in report.kills) >= len(report.kills) - 1
     unknown = 0
     for wr, entry in zip(report.runs, doc["runs"]):
         res, plain = wr.run.result, plain_runs[wr.run.provider, wr.run.scenario]

@@ -66,6 +66,8 @@ class Kill(msgspec.Struct, kw_only=True):
     at: float
     in_write: bool = False
     conversation_id: str | None = None
+    #: whether the worker was started again (not when the run was already ending)
+    restarted: bool = False
 
 
 class WorkerRun(msgspec.Struct, kw_only=True):
@@ -202,17 +204,20 @@ class _Supervisor:
             except ProcessLookupError:
                 return
             w.killed.add(proc.pid)
-            self.kills.append(Kill(worker=w.name, pid=proc.pid, at=time.time(), in_write=in_write,
-                                   conversation_id=conversation_id))
+            kill = Kill(worker=w.name, pid=proc.pid, at=time.time(), in_write=in_write,
+                        conversation_id=conversation_id)
+            self.kills.append(kill)
         proc.wait()
-        self.restart(w)
+        kill.restarted = self.restart(w)
 
-    def restart(self, w: _Worker) -> None:
+    def restart(self, w: _Worker) -> bool:
+        """Start ``w`` again under its executor id (not once the run is ending); whether it was."""
         with self.lock:
             if self.stopping.is_set():
-                return
+                return False
             self.restarts += 1
             self.spawn(w)
+            return True
 
     def watch(self) -> None:
         """Restart workers that die on their own (that is a failure of the run, reported); kill when asked."""
@@ -458,7 +463,7 @@ def report_to_json(report: WorkersReport) -> dict[str, Any]:
     doc.update(workers=report.workers, database=report.database, restarts=report.restarts,
                seconds=report.seconds,
                kills=[{"worker": k.worker, "pid": k.pid, "at": k.at, "in_write": k.in_write,
-                       "conversation_id": k.conversation_id} for k in report.kills])
+                       "conversation_id": k.conversation_id, "restarted": k.restarted} for k in report.kills])
     return doc
 
 
