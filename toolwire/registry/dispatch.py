@@ -59,7 +59,7 @@ from typing import Any
 
 import msgspec
 
-from .. import _log
+from .. import _log, otel as _otel
 from ..errors import UsageError
 from ..statemachine.call import CallRecord
 from ..statemachine.table import Trigger, next_state
@@ -103,7 +103,7 @@ class _Plan:
     """One call on its way through the dispatcher."""
 
     __slots__ = ("call", "rec", "tool", "value", "args_hash", "result", "attempts", "started", "instance", "key",
-                 "fingerprint", "args", "flight", "waiting", "data")
+                 "fingerprint", "args", "flight", "waiting", "data", "span")
 
     def __init__(self, call: ToolCall) -> None:
         self.call = call
@@ -121,6 +121,7 @@ class _Plan:
         self.flight: _InFlight | None = None  # set while this plan is the one dispatch of its call instance
         self.waiting: _InFlight | None = None  # set when another dispatch of the same instance is in flight
         self.data: Any = None  # the application's ``data`` for this run (``ToolContext.data``)
+        self.span: Any = None  # its OpenTelemetry span while it is dispatched (toolwire.otel)
 
 
 class _InFlight:
@@ -260,12 +261,16 @@ class Dispatcher:
                       lambda claim: self.ledger.claim(*claim))
         for p in plans:
             p.data = data
+        _otel.start(plans)
         try:
             self._run_plans(plans, conversation_id)
             for p in plans:
                 if p.waiting is not None:
                     p.waiting.done.wait()
                     self._answer_waiting(p)
+        except BaseException as exc:
+            _otel.abort(plans, exc)
+            raise
         finally:
             self._release(plans)
         return self._finish(plans, conversation_id)
@@ -299,6 +304,7 @@ class Dispatcher:
                              lambda claim: self._aledger("claim", *claim))
         for p in plans:
             p.data = data
+        _otel.start(plans)
         try:
             await self._arun_plans(plans, conversation_id)
             for p in plans:
@@ -306,6 +312,9 @@ class Dispatcher:
                     if not p.waiting.done.is_set():
                         await asyncio.to_thread(p.waiting.done.wait)
                     self._answer_waiting(p)
+        except BaseException as exc:
+            _otel.abort(plans, exc)
+            raise
         finally:
             self._release(plans)
         return self._finish(plans, conversation_id)
@@ -718,6 +727,8 @@ class Dispatcher:
             else:
                 r.history = list(p.call.history)
             results.append(r)
+            if p.span is not None:
+                _otel.finish(p, r)
             _log.emit(_log.INFO, "dispatch.result", provider=p.call.provider, conversation_id=conversation_id,
                       call_id=p.call.call_id, local_id=p.call.local_id, name=_short(p.call.name), kind=r.kind.value,
                       effect=p.tool.effect if p.tool else None, attempts=p.attempts,
@@ -882,7 +893,7 @@ class Dispatcher:
         """Attempts of one read (no transitions here: this may run on a worker thread)."""
         while True:
             p.attempts += 1
-            outcome = self._invoke_sync(p.tool, functools.partial(self._call_handler, p))
+            outcome = self._invoke_sync(p.tool, _otel.bind(p.span, functools.partial(self._call_handler, p)))
             step = self._read_step(p, outcome, conversation_id)
             if isinstance(step, ToolResult):
                 return step
@@ -894,7 +905,7 @@ class Dispatcher:
         if not self._write_claimed(p, conversation_id, *self._write_claim(p, conversation_id)):
             return
         p.attempts += 1
-        outcome = self._invoke_sync(p.tool, functools.partial(self._call_handler, p))
+        outcome = self._invoke_sync(p.tool, _otel.bind(p.span, functools.partial(self._call_handler, p)))
         self._write_end(p, p.key, outcome, conversation_id, self.ledger.complete)
 
     def _call_handler(self, p: _Plan) -> Any:
@@ -947,7 +958,7 @@ class Dispatcher:
     async def _aread_loop(self, p: _Plan, conversation_id: str) -> ToolResult:
         while True:
             p.attempts += 1
-            outcome = await self._invoke_async(p.tool, functools.partial(self._call_handler, p))
+            outcome = await self._invoke_async(p.tool, _otel.bind(p.span, functools.partial(self._call_handler, p)))
             step = self._read_step(p, outcome, conversation_id)
             if isinstance(step, ToolResult):
                 return step
@@ -972,7 +983,7 @@ class Dispatcher:
         if not self._write_claimed(p, conversation_id, existing, failure):
             return
         p.attempts += 1
-        outcome = await self._invoke_async(p.tool, functools.partial(self._call_handler, p))
+        outcome = await self._invoke_async(p.tool, _otel.bind(p.span, functools.partial(self._call_handler, p)))
         result_box: list[tuple[LedgerKey, ToolResult]] = []
         self._write_end(p, p.key, outcome, conversation_id, lambda k, r: result_box.append((k, r)))
         if result_box:

@@ -1,0 +1,167 @@
+"""OpenTelemetry spans for dispatched tool calls, following the GenAI semantic conventions.
+
+When the OpenTelemetry API (``opentelemetry-api``, the ``toolwire[otel]`` extra) is importable, every call a
+``Dispatcher`` answers (``run`` or ``arun``) gets one ``execute_tool {tool name}`` span (kind INTERNAL) from
+``opentelemetry.trace.get_tracer("toolwire")``: nothing for the application to call; the spans go wherever the
+application's tracer provider sends them (none configured: OpenTelemetry's no-op, nearly free).
+
+Attributes: ``gen_ai.operation.name`` (``execute_tool``), ``gen_ai.tool.name``, ``gen_ai.tool.call.id`` (when
+the provider sent one), ``gen_ai.tool.type`` (``function``), ``gen_ai.tool.description`` (a declared tool), and
+``error.type`` (the ``ToolResult`` kind) with an error status when the result is not ``ok``. The arguments
+(``gen_ai.tool.call.arguments``, the text the model sent) and the result (``gen_ai.tool.call.result``) are recorded
+only when the application opted in to argument values with ``toolwire.logs.configure_logging(log_arguments=True)``.
+The call's path through the state machine is recorded as ``toolwire.transition`` events (``src``, ``dst``,
+``trigger``, and ``position`` when a provider payload caused it), one per transition. The handler runs with the
+span current, so the spans it starts are its children.
+
+Off switch: the environment variable ``TOOLWIRE_OTEL=0`` (read at the first dispatch), or
+``toolwire.otel.configure_tracing(enabled=False)`` at any time. Nothing of OpenTelemetry is imported at
+``import toolwire``; it is imported at the first dispatch, and when it is not installed nothing happens.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import msgspec
+
+from . import _log
+
+__all__ = ["configure_tracing", "enabled"]
+
+_UNRESOLVED: Any = object()
+#: the tracer in use; None when tracing is off or OpenTelemetry is not installed; _UNRESOLVED until first needed
+_tracer: Any = _UNRESOLVED
+_forced: bool | None = None  # configure_tracing's choice, else the environment decides
+
+
+def configure_tracing(enabled: bool | None = True, *, tracer_provider: Any = None) -> None:
+    """Turn the spans of dispatched calls on (``True``, the default when OpenTelemetry is installed) or off
+    (``False``); ``None`` goes back to the environment (``TOOLWIRE_OTEL=0`` turns them off).
+    ``tracer_provider``: take the tracer from this provider instead of the global one."""
+    global _tracer, _forced, _provider
+    _forced = enabled
+    _provider = tracer_provider
+    _tracer = _UNRESOLVED
+
+
+_provider: Any = None
+
+
+def _resolve() -> Any:
+    global _tracer
+    on = _forced if _forced is not None else os.environ.get("TOOLWIRE_OTEL", "1").strip().lower() not in (
+        "0", "false", "no", "off")
+    tracer = None
+    if on:
+        try:
+            from opentelemetry import trace
+        except ImportError:
+            tracer = None
+        else:
+            from . import __version__
+            provider = _provider if _provider is not None else trace.get_tracer_provider()
+            tracer = provider.get_tracer("toolwire", __version__)
+    _tracer = tracer
+    return tracer
+
+
+def enabled() -> bool:
+    """Whether dispatched calls get spans (OpenTelemetry importable and tracing not switched off)."""
+    return (_resolve() if _tracer is _UNRESOLVED else _tracer) is not None
+
+
+def start(plans: Iterable[Any]) -> None:
+    """Start one span per plan (``plan.span``), backdated to when the dispatcher took the call up."""
+    tracer = _resolve() if _tracer is _UNRESOLVED else _tracer
+    if tracer is None:
+        return
+    from opentelemetry.trace import SpanKind
+    now_ns, now = time.time_ns(), time.perf_counter()
+    for p in plans:
+        name = p.call.name or ""
+        attributes: dict[str, Any] = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
+                                      "gen_ai.tool.type": "function"}
+        if p.call.call_id:
+            attributes["gen_ai.tool.call.id"] = p.call.call_id
+        p.span = tracer.start_span(f"execute_tool {name}".rstrip(), kind=SpanKind.INTERNAL, attributes=attributes,
+                                   start_time=now_ns - int((now - p.started) * 1e9))
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    try:
+        return msgspec.json.encode(value).decode("utf-8")
+    except Exception:  # noqa: BLE001 - a span attribute never breaks a dispatch
+        return str(value)
+
+
+def finish(p: Any, result: Any) -> None:
+    """End ``p``'s span with its result and the call's transitions."""
+    span, p.span = p.span, None
+    if span is None:
+        return
+    try:
+        if span.is_recording():
+            if p.tool is not None and p.tool.description:
+                span.set_attribute("gen_ai.tool.description", p.tool.description)
+            if _log.LOG_ARGUMENTS:
+                span.set_attribute("gen_ai.tool.call.arguments", p.call.raw_arguments)
+                span.set_attribute("gen_ai.tool.call.result", _text(result.content))
+            for step in result.history:
+                attributes = {"src": step.src.value, "dst": step.dst.value, "trigger": step.trigger}
+                if step.position is not None:
+                    attributes["position"] = step.position
+                span.add_event("toolwire.transition", attributes)
+            if result.kind.value != "ok":
+                from opentelemetry.trace import Status, StatusCode
+                span.set_attribute("error.type", result.kind.value)
+                span.set_status(Status(StatusCode.ERROR))
+    finally:
+        span.end()
+
+
+def abort(plans: Iterable[Any], exc: BaseException) -> None:
+    """The dispatch raised: end the spans still open with the exception's type as ``error.type``."""
+    for p in plans:
+        span, p.span = getattr(p, "span", None), None
+        if span is None:
+            continue
+        from opentelemetry.trace import Status, StatusCode
+        span.set_attribute("error.type", type(exc).__qualname__)
+        span.set_status(Status(StatusCode.ERROR))
+        span.end()
+
+
+def bind(span: Any, invoke: Callable[[], Any]) -> Callable[[], Any]:
+    """``invoke`` run with ``span`` current (and, when it returns an awaitable, that awaited with it current)."""
+    if span is None:
+        return invoke
+
+    def run() -> Any:
+        from opentelemetry import context, trace
+        ctx = trace.set_span_in_context(span)
+        token = context.attach(ctx)
+        try:
+            value = invoke()
+        finally:
+            context.detach(token)
+        if inspect.isawaitable(value):
+            return _awaited(ctx, value)
+        return value
+
+    return run
+
+
+async def _awaited(ctx: Any, awaitable: Any) -> Any:
+    from opentelemetry import context
+    token = context.attach(ctx)
+    try:
+        return await awaitable
+    finally:
+        context.detach(token)
