@@ -9,7 +9,7 @@ a tool_result for every id."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable
 
 from ._base import Dialect, Ev, Request, partial_text
 from ._core import ApiError, Call, Conversation, Fault, Reply, Result, dumps, fragments, text_fragments
@@ -256,11 +256,8 @@ class Anthropic(Dialect):
                 "output_tokens": out if out is not None else max(1, len(dumps([reply.text, reply.calls])) // 4),
                 "service_tier": "standard"}
 
-    def events(self, reply: Reply, req: Request, *, max_tokens: bool) -> list[Ev]:
-        rand = req.rand
-        content = self._content(reply, req)
-        evs: list[Ev] = []
-
+    def _started(self, req: Request, reply: Reply, evs: list[Ev]) -> Callable[..., None]:
+        """The event writer appending to ``evs``, after it wrote the ``message_start`` every stream opens with."""
         def ev(type_: str, content_: bool = False, **fields: Any) -> None:
             evs.append(Ev(b"event: " + type_.encode() + b"\ndata: " + dumps({"type": type_, **fields}) + b"\n\n",
                           content_))
@@ -268,6 +265,13 @@ class Anthropic(Dialect):
         ev("message_start", message={"id": req.state["msg_id"], "type": "message", "role": "assistant",
                                      "model": req.model, "content": [], "stop_reason": None, "stop_sequence": None,
                                      "usage": self._usage(req, reply, 1)})
+        return ev
+
+    def events(self, reply: Reply, req: Request, *, max_tokens: bool) -> list[Ev]:
+        rand = req.rand
+        content = self._content(reply, req)
+        evs: list[Ev] = []
+        ev = self._started(req, reply, evs)
         stop = "tool_use" if reply.calls else "end_turn"
         tool_blocks = [b for b in content if b["type"] == "tool_use"]
         for idx, block in enumerate(content):
@@ -312,14 +316,7 @@ class Anthropic(Dialect):
     def ending_events(self, reply: Reply, req: Request, *, reason: str, partial: bool) -> list[Ev]:
         self._content(Reply(text=""), req)  # allocates the message id
         evs: list[Ev] = []
-
-        def ev(type_: str, content_: bool = False, **fields: Any) -> None:
-            evs.append(Ev(b"event: " + type_.encode() + b"\ndata: " + dumps({"type": type_, **fields}) + b"\n\n",
-                          content_))
-
-        ev("message_start", message={"id": req.state["msg_id"], "type": "message", "role": "assistant",
-                                     "model": req.model, "content": [], "stop_reason": None, "stop_sequence": None,
-                                     "usage": self._usage(req, reply, 1)})
+        ev = self._started(req, reply, evs)
         text = partial_text(reply) if partial else ""
         if text:
             ev("content_block_start", index=0, content_block={"type": "text", "text": ""})

@@ -8,7 +8,7 @@ reasoning item with that content unchanged; with ``previous_response_id`` the st
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable
 
 from ._base import Ev, Request, partial_text
 from ._chat import OpenAIDialect, check_openai_tools
@@ -212,10 +212,10 @@ class OpenAIResponses(OpenAIDialect):
                 "output_tokens": out,
                 "output_tokens_details": {"reasoning_tokens": 16 if reply.calls else 0}, "total_tokens": inp + out}
 
-    def events(self, reply: Reply, req: Request, *, max_tokens: bool) -> list[Ev]:
+    def _opened(self, req: Request, evs: list[Ev]) -> Callable[..., None]:
+        """The event writer appending to ``evs`` (sequence numbers, obfuscation on deltas), after it wrote the
+        two events every stream opens with."""
         rand = req.rand
-        items = self._output(reply, req)["items"]
-        evs: list[Ev] = []
 
         def ev(type_: str, content: bool = False, **fields: Any) -> None:
             obj = {"type": type_, "sequence_number": len(evs), **fields}
@@ -225,6 +225,13 @@ class OpenAIResponses(OpenAIDialect):
 
         ev("response.created", response=self._response(req, "in_progress", []))
         ev("response.in_progress", response=self._response(req, "in_progress", []))
+        return ev
+
+    def events(self, reply: Reply, req: Request, *, max_tokens: bool) -> list[Ev]:
+        rand = req.rand
+        items = self._output(reply, req)["items"]
+        evs: list[Ev] = []
+        ev = self._opened(req, evs)
         final: list[Any] = []
         cut = False
         calls = [it for it in items if it["type"] == "function_call"]
@@ -293,15 +300,7 @@ class OpenAIResponses(OpenAIDialect):
         rand = req.rand
         self._output(Reply(text=""), req)  # allocates the response id
         evs: list[Ev] = []
-
-        def ev(type_: str, content: bool = False, **fields: Any) -> None:
-            obj = {"type": type_, "sequence_number": len(evs), **fields}
-            if "delta" in fields and req.state["obfuscation"]:
-                obj["obfuscation"] = rand.token(rand.rng.randint(2, 14))
-            evs.append(Ev(b"event: " + type_.encode() + b"\ndata: " + dumps(obj) + b"\n\n", content))
-
-        ev("response.created", response=self._response(req, "in_progress", []))
-        ev("response.in_progress", response=self._response(req, "in_progress", []))
+        ev = self._opened(req, evs)
         final: list[Any] = []
         if partial:
             item, text = self._partial_message(reply, req)
