@@ -56,6 +56,15 @@ PINNED_ALL = [
     "assert_registry_matches",
     "Dispatcher",
     "ToolResult",
+    "Content",
+    "Part",
+    "TextPart",
+    "ImagePart",
+    "AudioPart",
+    "ResourcePart",
+    "LinkPart",
+    "ToolError",
+    "OutcomeUnknown",
     "ResultKind",
     "Decision",
     "PolicyContext",
@@ -152,6 +161,7 @@ def test_public_exceptions_found():
         "ToolDeclarationError", "ToolNameError", "DuplicateToolError", "HandlerSignatureError", "ApprovalError",
         "LedgerError",
         "DeclarationLimitError", "ToolChoiceError", "StrictSchemaError", "SchemaConversionError",
+        "ToolError", "OutcomeUnknown",
     }
 
 

@@ -12,6 +12,7 @@ The decorator's name ``tool`` hides the submodule ``toolwire.registry.tool`` as 
 """
 
 from .approval import Approval, ApprovalRequest, Decision, PolicyContext, arguments_sha256, canonical_arguments
+from .content import AudioPart, Content, ImagePart, LinkPart, OutcomeUnknown, Part, ResourcePart, TextPart, ToolError
 from .context import ToolContext
 from .dispatch import Dispatcher, Policy
 from .decorator import tool
@@ -39,6 +40,15 @@ __all__ = [
     "Policy",
     "ToolResult",
     "ResultKind",
+    "Content",
+    "Part",
+    "TextPart",
+    "ImagePart",
+    "AudioPart",
+    "ResourcePart",
+    "LinkPart",
+    "ToolError",
+    "OutcomeUnknown",
     "Decision",
     "PolicyContext",
     "ApprovalRequest",
