@@ -12,7 +12,7 @@ import pytest
 from toolwire.audit import AuditReport, audit_tools
 from toolwire.cli import main
 from toolwire.codecs.capabilities import CAPABILITIES, PORTABLE_NAME
-from toolwire.codecs.declare import DIALECTS, ToolSpec, suggest_name
+from toolwire.codecs.declare import DIALECTS, DeclarationLimitError, ToolSpec, declare, suggest_name
 
 LONG = "summarize_the_quarterly_revenue_reports_for_the_selected_business_unit"  # 70 characters
 LOSSY = {
@@ -204,3 +204,35 @@ def test_cli_audit_usage_exits_2(breaking_file):
     with pytest.raises(SystemExit) as info:
         main(["audit", breaking_file, "--from", "nope"])
     assert info.value.code == 2
+
+
+# ---- schema shapes a provider refuses whatever their size ------------------------------------------------------
+
+@pytest.mark.parametrize("schema, refused_by, limit", [
+    ({"type": "array", "items": {"type": "string"}}, {"openai-chat", "openai-responses", "anthropic"}, "schema_root"),
+    ({"properties": {"a": {"type": "string"}}}, {"openai-chat", "openai-responses", "anthropic"}, "schema_root"),
+    ({"type": "object", "anyOf": [{"required": ["a"]}]}, {"anthropic"}, "schema_root"),
+    ({"type": "object", "properties": {"tags": {"type": "array"}}}, {"openai-chat", "openai-responses"},
+     "array_items"),
+    ({"type": "object", "properties": {"a": {"anyOf": [{"type": "array"}, {"type": "null"}]}}},
+     {"openai-chat", "openai-responses"}, "array_items"),
+], ids=["array_root", "no_root_type", "top_level_anyOf", "array_without_items", "nested_array_without_items"])
+def test_schema_shapes_providers_refuse_are_reported_per_tool(schema, refused_by, limit):
+    """A root that is not an object schema, or an array schema without items, is a finding of that one tool in
+    the dialects whose API refuses it (the others stay ok)."""
+    report = audit_tools([{"name": "odd", "input_schema": schema}, {"name": "fine", "input_schema": {
+        "type": "object", "properties": {"q": {"type": "string"}}}}])
+    for dialect, found in report.dialects.items():
+        mine = [(x.tool, x.limit) for x in found.limits]
+        if dialect in refused_by:
+            assert not found.ok and mine == [("odd", limit)], dialect
+        else:
+            assert found.ok and mine == [], dialect
+
+
+def test_declare_refuses_an_array_root_where_the_provider_would():
+    """declare raises DeclarationLimitError (limit schema_root) for a tool whose input is an array, in a dialect that
+    refuses it, instead of a request failing with HTTP 400."""
+    with pytest.raises(DeclarationLimitError) as info:
+        declare("anthropic", [{"name": "tags", "input_schema": {"type": "array", "items": {"type": "string"}}}])
+    assert (info.value.tool, info.value.limit) == ("tags", "schema_root")

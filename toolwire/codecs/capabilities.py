@@ -60,6 +60,13 @@ class Capabilities(msgspec.Struct, frozen=True, kw_only=True):
     #: constrained by a grammar)
     tool_kinds: tuple[str, ...] = ("function",)
     tool_kinds_source: str = "function tools only"
+    #: what the root of a function tool's input schema must be: "object" (``"type": "object"``), or
+    #: "plain_object" (that, with no ``anyOf``/``oneOf``/``allOf`` beside it); None when no rule is known
+    schema_root: str | None = None
+    schema_root_source: str = ""
+    #: every array schema in a function tool's input must give its ``items``
+    array_items: bool = False
+    array_items_source: str = ""
 
     def name_ok(self, name: str) -> bool:
         return len(name) <= self.name_max and re.fullmatch(self.name_pattern, name) is not None
@@ -67,6 +74,9 @@ class Capabilities(msgspec.Struct, frozen=True, kw_only=True):
 
 _OPENAI_TRANSIENT = (408, 409, 429, 500, 502, 503, 504)
 _PERMANENT = (400, 401, 403, 404, 422)
+_OPENAI_ROOT = ("OpenAI API error invalid_function_parameters: schema must be a JSON Schema of 'type: \"object\"', "
+                "got 'type: \"array\"' (or \"None\")")
+_OPENAI_ITEMS = "OpenAI API error invalid_function_parameters: array schema missing items"
 
 CAPABILITIES: dict[str, Capabilities] = {
     "openai-chat": Capabilities(
@@ -81,6 +91,7 @@ CAPABILITIES: dict[str, Capabilities] = {
         max_enum_values=Limit(1000, "OpenAI Structured Outputs: strict mode enum values", applies="strict"),
         tool_kinds=("function", "custom"),
         tool_kinds_source="openai-python types (chat_completion_custom_tool_param.py)",
+        schema_root="object", schema_root_source=_OPENAI_ROOT, array_items=True, array_items_source=_OPENAI_ITEMS,
         ids_echoed="tool message tool_call_id = tool_calls[].id",
         signatures="none (Gemini's compatible endpoint: tool_calls[].extra_content.google.thought_signature)",
         tool_turn_finish=("tool_calls", "stop", "function_call"),
@@ -99,6 +110,7 @@ CAPABILITIES: dict[str, Capabilities] = {
         max_schema_properties=Limit(5000, "OpenAI Structured Outputs: strict mode properties", applies="strict"),
         max_enum_values=Limit(1000, "OpenAI Structured Outputs: strict mode enum values", applies="strict"),
         tool_kinds=("function", "custom"), tool_kinds_source="openai-python types (custom_tool_param.py)",
+        schema_root="object", schema_root_source=_OPENAI_ROOT, array_items=True, array_items_source=_OPENAI_ITEMS,
         ids_echoed="function_call_output.call_id = function_call.call_id (not the fc_ item id)",
         signatures="reasoning items (encrypted_content) replayed before their function_call",
         tool_turn_finish=("completed",),
@@ -114,6 +126,9 @@ CAPABILITIES: dict[str, Capabilities] = {
         schema_depth=Limit(None, "not documented", documented=False),
         max_request_bytes=Limit(32 * 1024 * 1024, "Anthropic API: 413 request_too_large"),
         tool_kinds_source="Anthropic Messages: every client tool takes a JSON Schema input",
+        schema_root="plain_object",
+        schema_root_source="Anthropic API errors: input_schema.type Field required / Input should be 'object'; "
+                           "input_schema does not support oneOf, allOf, or anyOf at the top level",
         ids_echoed="tool_result.tool_use_id = tool_use.id; all results first in one user message",
         signatures="thinking.signature and redacted_thinking.data, replayed verbatim before tool_use",
         tool_turn_finish=("tool_use", "end_turn", "stop_sequence", "pause_turn"),

@@ -22,6 +22,7 @@ from ...registry.errors import DuplicateToolError, ToolDeclarationError
 from ...schema_tools import Loss, SchemaConversionError, StrictSchemaError
 from . import anthropic, gemini, gemini_interactions, openai_chat, openai_responses
 from ._common import (
+    REFUSED_SCHEMA,
     SCHEMA_MODES,
     Approximation,
     ChoiceResult,
@@ -170,7 +171,7 @@ def declare(dialect: str, tools: Iterable[Any], *, choice: ToolChoice | None = N
             declaration, lost = mod.declare_tool(spec, strict=strict, schema_mode=schema_mode)
         except (StrictSchemaError, SchemaConversionError) as exc:
             refusals.append(exc)
-            schemas.append({})  # its limits are those of a tool without a schema: name, kind, count
+            schemas.append(REFUSED_SCHEMA)  # its limits are those of a tool without a schema: name, kind, count
             continue
         declarations.append(declaration)
         schemas.append(mod.schema_of(declaration))

@@ -7,6 +7,7 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, Literal
 
 import msgspec
@@ -275,7 +276,7 @@ def check_choice_names(dialect: str, choice: ToolChoice, declared: Sequence[str]
 class LimitFinding(msgspec.Struct, frozen=True, kw_only=True):
     """A provider limit a declaration breaks: ``limit`` (``name_length``, ``name_pattern``, ``max_tools``,
     ``schema_depth``, ``schema_properties``, ``enum_values``, ``parameter_name``, ``request_bytes``,
-    ``tool_kind``), the ``value`` found and the ``max`` allowed (a number, the rule as a pattern, or for
+    ``tool_kind``, ``schema_root``, ``array_items``), the ``value`` found and the ``max`` allowed (a number, the rule as a pattern, or for
     ``tool_kind`` the kinds the dialect declares), for ``tool`` (None when the limit is on the whole request) in
     ``dialect``; ``source`` and ``documented`` come from the capabilities."""
 
@@ -361,6 +362,75 @@ def _name_findings(dialect: str, cap: Capabilities, name: str) -> list[LimitFind
     return found
 
 
+#: the schema ``declare`` passes to ``check_limits`` for a tool whose schema it refused (only the tool's name,
+#: kind and count are checked then)
+REFUSED_SCHEMA: Mapping[str, Any] = MappingProxyType({})
+_COMBINATORS = ("anyOf", "oneOf", "allOf")
+#: keywords whose value is one subschema, a list of them, or a mapping of names to them
+_ONE = ("items", "additionalProperties", "not", "contains", "propertyNames", "if", "then", "else",
+        "unevaluatedItems", "unevaluatedProperties", "additionalItems")
+_MANY = ("anyOf", "oneOf", "allOf", "prefixItems")
+_NAMED = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+
+
+def _root_problem(schema: Any, rule: str) -> str | None:
+    """What is wrong with ``schema``'s root under ``rule`` ("object" or "plain_object"), or None."""
+    if not isinstance(schema, Mapping):
+        return f"a {type(schema).__name__}, not a schema object"
+    kind = schema.get("type")
+    if kind != "object" and kind != ["object"]:
+        return "no type" if kind is None else f"type {json.dumps(kind)}"
+    if rule == "plain_object":
+        used = [k for k in _COMBINATORS if k in schema]
+        if used:
+            return f"{'/'.join(used)} at the top level"
+    return None
+
+
+def _array_without_items(schema: Any, path: str = "$", depth: int = 0) -> str | None:
+    """The JSON path of the first array schema in ``schema`` that does not give ``items``, or None."""
+    if not isinstance(schema, Mapping) or depth > 64:
+        return None
+    kind = schema.get("type")
+    if (kind == "array" or (isinstance(kind, list) and "array" in kind)) and "items" not in schema:
+        return path
+    for key in _ONE:
+        found = _array_without_items(schema.get(key), f"{path}.{key}", depth + 1)
+        if found:
+            return found
+    for key in _MANY:
+        value = schema.get(key)
+        for i, sub in enumerate(value if isinstance(value, list) else ()):
+            found = _array_without_items(sub, f"{path}.{key}[{i}]", depth + 1)
+            if found:
+                return found
+    for key in _NAMED:
+        value = schema.get(key)
+        for name, sub in (value.items() if isinstance(value, Mapping) else ()):
+            found = _array_without_items(sub, f"{path}.{key}.{name}", depth + 1)
+            if found:
+                return found
+    return None
+
+
+def _shape_findings(dialect: str, cap: Capabilities, tool: str, schema: Any) -> list[LimitFinding]:
+    """A function tool's input schema that ``dialect`` refuses whatever its size: a root that is not an object
+    schema, an array schema without ``items``."""
+    found = []
+    if cap.schema_root is not None:
+        problem = _root_problem(schema, cap.schema_root)
+        if problem is not None:
+            want = 'type "object"' + (" without anyOf/oneOf/allOf" if cap.schema_root == "plain_object" else "")
+            found.append(LimitFinding(dialect=dialect, tool=tool, limit="schema_root", value=problem, max=want,
+                                      source=cap.schema_root_source))
+    if cap.array_items:
+        path = _array_without_items(schema)
+        if path is not None:
+            found.append(LimitFinding(dialect=dialect, tool=tool, limit="array_items", value=path,
+                                      max="every array schema gives items", source=cap.array_items_source))
+    return found
+
+
 def check_limits(dialect: str, specs: Sequence[ToolSpec], schemas: Sequence[Mapping[str, Any]], *,
                  strict: bool = False, schema_mode: str = "json_schema",
                  tools_payload: Any = None) -> list[LimitFinding]:
@@ -387,6 +457,8 @@ def check_limits(dialect: str, specs: Sequence[ToolSpec], schemas: Sequence[Mapp
         return limit.value is not None and (limit.applies == "always" or (limit.applies == "strict" and strict))
 
     for spec, schema in zip(specs, schemas, strict=True):
+        if spec.kind == "function" and schema is not REFUSED_SCHEMA:
+            found.extend(_shape_findings(dialect, cap, spec.name, schema))
         depth, props, enums = schema_stats(schema)
         for key, value, limit in (("schema_depth", depth, cap.schema_depth),
                                   ("schema_properties", props, cap.max_schema_properties),
