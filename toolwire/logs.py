@@ -163,6 +163,43 @@ CATALOGUE: dict[str, EventSpec] = {
     "durable.prompt_finished": _spec(
         "info", "conversation_id executor_id fallback loop workflow_id",
         "a durable prompt workflow finished on this worker (with the model's answer, or the fallback)"),
+    "mcp.connected": _spec(
+        "info", "attempt generation protocol server",
+        "a session with an MCP server was opened (`generation` counts the sessions; above 1 after a reconnection)"),
+    "mcp.connect_failed": _spec(
+        "warning", "attempt error server",
+        "one try to open a session with an MCP server failed (the server could not be started or reached, or its "
+        "handshake failed)"),
+    "mcp.disconnected": _spec(
+        "warning", "generation reason server",
+        "an MCP server's connection broke (its process exited, its HTTP server went away): the next call opens "
+        "a new session"),
+    "mcp.call_timeout": _spec(
+        "warning", "server timeout tool",
+        "an MCP tools/call was not answered in time: the request is cancelled and the server is pinged"),
+    "mcp.session_reset": _spec(
+        "warning", "generation reason server",
+        "an MCP server left a call unanswered and did not answer a ping either: its session is stopped (a stdio "
+        "server's process too) and the next call opens a new one"),
+    "mcp.tools_changed": _spec(
+        "info", "generation server",
+        "an MCP server said its tool list changed (or came back from a restart with other tools)"),
+    "mcp.listen_ended": _spec(
+        "debug", "generation reason server",
+        "the subscriptions/listen stream for tool-list changes ended (a server that does not serve it, or a lost "
+        "connection)"),
+    "mcp.tools_listed": _spec(
+        "info", "server skipped tools",
+        "an MCP server's tools were listed and built (`tools` taken, `skipped` left out)"),
+    "mcp.tool_skipped": _spec(
+        "warning", "detail reason server tool",
+        "a tool of an MCP server was left out: a name or schema a provider refuses, or a name listed twice"),
+    "mcp.effect_unused": _spec(
+        "warning", "server tool",
+        "an effect was given for a tool name the MCP server does not list (a typo leaves the server's hint in force)"),
+    "mcp.on_change_failed": _spec(
+        "error", "error server",
+        "the application's on_change callback raised"),
     "loop.history_repaired": _spec(
         "warning", "actions conversation_id provider",
         "a history passed in to resume a conversation had to be repaired (the kinds of what changed)"),

@@ -1,0 +1,436 @@
+"""One MCP server's session, kept on an event loop of its own (``_LoopThread``).
+
+A *generation* is one connection: a task that enters the SDK's ``mcp.Client`` (for stdio this starts the server
+process) and holds it open until it is told to stop, plus, on a 2026-07-28 connection, a
+``subscriptions/listen`` stream for tool-list changes. Calls run as their own tasks on the same loop and share
+the generation's JSON-RPC session.
+
+A generation is replaced, never repaired: when a call finds the connection gone (the process exited, the HTTP
+server closed), or a server that left a call unanswered does not answer a ping either, the generation is
+stopped (stdio: stdin closed, then the process group terminated) and the next call opens a new one, with
+``attempts`` tries. The call that was in flight is never sent again: its handler raises ``OutcomeUnknown``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from collections.abc import Awaitable, Callable, Coroutine
+from contextlib import suppress
+from typing import Any, TypeVar
+
+import anyio
+
+from .. import _log
+from ..errors import UsageError
+from ..registry.content import Content, OutcomeUnknown, ToolError
+from ._results import content_from_result
+from ._targets import Target
+from .errors import MCPConnectionError, MCPProtocolError
+
+__all__ = ["Session", "LoopThread", "describe"]
+
+T = TypeVar("T")
+
+#: bounds on one ``tools/list`` walk: a server whose cursors never end cannot hang or exhaust a listing
+MAX_PAGES = 256
+MAX_TOOLS = 4096
+#: seconds a stopping generation gets to wind down (stdio: 2 s after stdin closes, 2 s after SIGTERM) before its
+#: task is cancelled
+_STOP_GRACE = 15.0
+
+
+def describe(exc: BaseException) -> str:
+    """One line for ``exc``: the first leaf of an exception group, as ``Type: message``."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = " ".join(str(exc).split())
+    if len(text) > 300:
+        text = text[:300] + "…"
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class LoopThread:
+    """An asyncio event loop running in a daemon thread; ``submit`` schedules a coroutine on it."""
+
+    def __init__(self, name: str) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        try:
+            self.loop.run_forever()
+        finally:
+            with suppress(Exception):
+                self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+            self.loop.close()
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        """Run ``coro`` on the loop and wait for it (cancelled if ``timeout`` passes first)."""
+        if threading.current_thread() is self._thread:
+            coro.close()
+            raise UsageError("a blocking toolwire.mcp method was called on the server's own event loop thread "
+                             "(from an on_change callback?): use the async methods there")
+        future = self.submit(coro)
+        try:
+            return future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise
+
+    def stop(self) -> None:
+        if self.loop.is_closed():
+            return
+        with suppress(RuntimeError):
+            self.loop.call_soon_threadsafe(self.loop.stop)
+        if threading.current_thread() is not self._thread:
+            self._thread.join(10.0)
+
+
+class _Generation:
+    """One connection to the server."""
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+        self.client: Any = None
+        self.task: asyncio.Task[None] | None = None
+        self.stop = asyncio.Event()
+        self.ended = asyncio.Event()
+        self.dead = False
+        self.protocol: str | None = None
+
+
+class Session:
+    """The server's connection, opened on demand and replaced after a failure (see the module docstring).
+
+    Every coroutine here runs on one event loop (the ``LoopThread`` of the ``MCPServer``)."""
+
+    def __init__(self, target: Target, *, connect_timeout: float, attempts: int, probe_timeout: float,
+                 protocol: str, on_change: Callable[[], None]) -> None:
+        self.target = target
+        self.connect_timeout = connect_timeout
+        self.attempts = attempts
+        self.probe_timeout = probe_timeout
+        self.protocol = protocol
+        self.on_change = on_change
+        self.gen: _Generation | None = None
+        self.generations = 0
+        self.closed = False
+        self._lock: asyncio.Lock | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        #: what the last complete listing was, to notice a server that restarted with other tools
+        self.fingerprint: str | None = None
+
+    @property
+    def server(self) -> str:
+        return self.target.label
+
+    @property
+    def protocol_version(self) -> str | None:
+        gen = self.gen
+        return None if gen is None or gen.dead else gen.protocol
+
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # ---- generations ----------------------------------------------------------------------------------------
+    async def ensure(self) -> _Generation:
+        """The live generation, opening one (``attempts`` tries) when there is none.
+
+        Raises ``MCPConnectionError`` when every try failed, ``UsageError`` after ``close``."""
+        if self.closed:
+            raise UsageError(f"the MCP server {self.server} is closed")
+        gen = self.gen
+        if gen is not None and not gen.dead:
+            return gen
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            gen = self.gen
+            if gen is not None and not gen.dead:
+                return gen
+            if gen is not None:
+                await self._stop(gen)
+            cause = "no attempt was made"
+            for attempt in range(1, self.attempts + 1):
+                if self.closed:
+                    raise UsageError(f"the MCP server {self.server} is closed")
+                if attempt > 1:
+                    await asyncio.sleep(min(0.2 * 2 ** (attempt - 2), 2.0))
+                try:
+                    gen = await self._open()
+                except Exception as exc:  # noqa: BLE001 - whatever the transport raised, it is this try's failure
+                    cause = describe(exc)
+                    _log.emit(_log.WARNING, "mcp.connect_failed", server=self.server, attempt=attempt, error=cause)
+                    continue
+                reconnected = self.gen is not None
+                self.gen = gen
+                _log.emit(_log.INFO, "mcp.connected", server=self.server, protocol=gen.protocol,
+                          generation=gen.number, attempt=attempt)
+                if reconnected and self.fingerprint is not None:
+                    await self._recheck(gen)
+                return gen
+            raise MCPConnectionError(
+                f"cannot connect to the MCP server {self.server} ({self.attempts} attempt(s)): {cause}",
+                server=self.server, attempts=self.attempts, cause=cause)
+
+    async def _open(self) -> _Generation:
+        self.generations += 1
+        gen = _Generation(self.generations)
+        ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        async def on_message(message: Any) -> None:
+            await self._on_message(gen, message)
+
+        gen.client = self.target.client(on_message, self.protocol)
+        gen.task = asyncio.get_running_loop().create_task(self._own(gen, ready))
+        try:
+            await asyncio.wait_for(asyncio.shield(ready), self.connect_timeout)
+        except BaseException as exc:
+            gen.dead = True
+            gen.stop.set()
+            if not gen.ended.is_set():
+                gen.task.cancel()
+            with suppress(BaseException):
+                await asyncio.wait_for(gen.ended.wait(), _STOP_GRACE)
+            if isinstance(exc, TimeoutError):
+                raise TimeoutError(f"no answer to the handshake within {self.connect_timeout:g} s") from None
+            raise
+        return gen
+
+    async def _own(self, gen: _Generation, ready: asyncio.Future[None]) -> None:
+        """The generation's task: hold the client open until ``gen.stop``."""
+        try:
+            async with gen.client:
+                gen.protocol = gen.client.protocol_version
+                if not ready.done():
+                    ready.set_result(None)
+                async with anyio.create_task_group() as tg:
+                    if self._listens(gen):
+                        tg.start_soon(self._listen, gen)
+                    await gen.stop.wait()
+                    tg.cancel_scope.cancel()
+        except BaseException as exc:  # noqa: BLE001 - the generation ends; how is logged or handed to ready
+            if not ready.done():
+                if isinstance(exc, Exception):
+                    ready.set_exception(exc)
+                else:
+                    ready.cancel()
+            elif not gen.stop.is_set():
+                _log.emit(_log.WARNING, "mcp.disconnected", server=self.server, generation=gen.number,
+                          reason=describe(exc))
+            if not isinstance(exc, Exception):
+                raise
+        finally:
+            gen.dead = True
+            gen.ended.set()
+
+    async def _stop(self, gen: _Generation) -> None:
+        gen.dead = True
+        gen.stop.set()
+        try:
+            await asyncio.wait_for(asyncio.shield(gen.ended.wait()), _STOP_GRACE)
+        except TimeoutError:
+            if gen.task is not None:
+                gen.task.cancel()
+
+    def _lost(self, gen: _Generation, reason: str) -> None:
+        """The connection of ``gen`` is gone: stop it; the next call opens a new one."""
+        if gen.dead:
+            return
+        gen.dead = True
+        _log.emit(_log.WARNING, "mcp.disconnected", server=self.server, generation=gen.number, reason=reason)
+        self.spawn(self._stop(gen))
+
+    async def close(self) -> None:
+        self.closed = True
+        gen = self.gen
+        if gen is not None:
+            await self._stop(gen)
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=_STOP_GRACE)
+
+    # ---- tool-list changes --------------------------------------------------------------------------------------
+    def _listens(self, gen: _Generation) -> bool:
+        """A 2026-07-28 connection delivers list changes on a ``subscriptions/listen`` stream only."""
+        session = gen.client.session
+        caps = getattr(session, "server_capabilities", None)
+        tools = getattr(caps, "tools", None)
+        return bool(getattr(tools, "list_changed", False)) and str(gen.protocol or "") >= "2026-07-28"
+
+    async def _listen(self, gen: _Generation) -> None:
+        try:
+            async with gen.client.listen(tools_list_changed=True) as subscription:
+                async for _event in subscription:  # the notification itself reaches _on_message (tee)
+                    pass
+        except Exception as exc:  # noqa: BLE001 - a server without listen support, or a lost stream
+            _log.emit(_log.DEBUG, "mcp.listen_ended", server=self.server, generation=gen.number,
+                      reason=describe(exc))
+
+    async def _on_message(self, gen: _Generation, message: Any) -> None:
+        method = getattr(message, "method", None)
+        if method == "notifications/tools/list_changed" and not gen.dead:
+            _log.emit(_log.INFO, "mcp.tools_changed", server=self.server, generation=gen.number)
+            self.on_change()
+
+    async def _recheck(self, gen: _Generation) -> None:
+        """After a reconnection, list the tools in the new session (the SDK checks results against the output
+        schemas of the tools it listed): a server that came back with other tools counts as a list change."""
+        try:
+            entries = await self._pages(gen)
+        except Exception:  # noqa: BLE001 - the next listing or call reports it
+            return
+        if fingerprint(entries) != self.fingerprint:
+            self.fingerprint = fingerprint(entries)
+            _log.emit(_log.INFO, "mcp.tools_changed", server=self.server, generation=self.generations)
+            self.on_change()
+
+    # ---- requests -----------------------------------------------------------------------------------------------
+    async def list_tools(self) -> list[dict[str, Any]]:
+        """Every ``tools/list`` page, as MCP JSON entries (one reconnection if the connection is lost meanwhile).
+
+        Raises ``MCPConnectionError``, or ``MCPProtocolError`` for a listing that does not end within the bounds
+        or that the server answers with an error."""
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import CONNECTION_CLOSED
+
+        for attempt in (1, 2):
+            gen = await self.ensure()
+            try:
+                entries = await self._pages(gen)
+            except MCPError as exc:
+                if exc.code != CONNECTION_CLOSED:
+                    raise MCPProtocolError(f"the MCP server {self.server} answered tools/list with an error: "
+                                           f"{exc.error.message} ({exc.code})", server=self.server) from None
+                self._lost(gen, "the connection closed during tools/list")
+                if attempt == 2:
+                    raise MCPConnectionError(f"the MCP server {self.server} went away during tools/list",
+                                             server=self.server, attempts=2, cause=describe(exc)) from None
+                continue
+            except (MCPProtocolError, UsageError):
+                raise
+            except TimeoutError:
+                raise MCPProtocolError(f"the MCP server {self.server} did not answer tools/list within "
+                                       f"{self.connect_timeout:g} s", server=self.server) from None
+            except Exception as exc:  # noqa: BLE001 - a transport failure: the connection is gone
+                self._lost(gen, describe(exc))
+                if attempt == 2:
+                    raise MCPConnectionError(f"the MCP server {self.server} went away during tools/list",
+                                             server=self.server, attempts=2, cause=describe(exc)) from None
+                continue
+            self.fingerprint = fingerprint(entries)
+            return entries
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _pages(self, gen: _Generation) -> list[dict[str, Any]]:
+        from pydantic import ValidationError
+
+        entries: list[dict[str, Any]] = []
+        cursor: str | None = None
+        seen: set[str] = set()
+        for _ in range(MAX_PAGES):
+            try:
+                page = await asyncio.wait_for(gen.client.list_tools(cursor=cursor), self.connect_timeout)
+            except ValidationError as exc:
+                raise MCPProtocolError(f"the MCP server {self.server} sent a tools/list page that is not valid "
+                                       f"MCP: {describe(exc)}", server=self.server) from None
+            entries.extend(t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in page.tools)
+            if len(entries) > MAX_TOOLS:
+                raise MCPProtocolError(f"the MCP server {self.server} lists more than {MAX_TOOLS} tools",
+                                       server=self.server)
+            cursor = page.next_cursor
+            if cursor is None:
+                return entries
+            if cursor in seen:
+                raise MCPProtocolError(f"the MCP server {self.server} repeated the tools/list cursor {cursor!r}",
+                                       server=self.server)
+            seen.add(cursor)
+        raise MCPProtocolError(f"the MCP server {self.server} did not end tools/list within {MAX_PAGES} pages",
+                               server=self.server)
+
+    async def call(self, name: str, args: Any, timeout: float) -> Content:
+        """``tools/call`` ``name`` with ``args``, answered within ``timeout`` seconds.
+
+        Returns the result's ``Content``; raises ``ToolError`` (an ``isError`` result, or a JSON-RPC error: the
+        server refused the call), ``OutcomeUnknown`` (the connection broke, or no answer in time: the call may
+        have run), ``MCPConnectionError`` (no connection could be opened: nothing was sent) or
+        ``MCPProtocolError`` (an answer that is not a valid result)."""
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+        from pydantic import ValidationError
+
+        gen = await self.ensure()
+        try:
+            result = await gen.client.call_tool(name, args, read_timeout_seconds=timeout)
+        except asyncio.CancelledError:
+            # the caller gave up (its own timeout): the SDK told the server; check that it still answers
+            self.spawn(self.probe(gen, f"{name} was abandoned"))
+            raise
+        except MCPError as exc:
+            if exc.code == CONNECTION_CLOSED:
+                self._lost(gen, f"the connection closed during {name}")
+                raise OutcomeUnknown(f"the MCP server {self.server} went away during {name}: the call may or may "
+                                     "not have run") from None
+            if exc.code == REQUEST_TIMEOUT:
+                _log.emit(_log.WARNING, "mcp.call_timeout", server=self.server, tool=name, timeout=timeout)
+                self.spawn(self.probe(gen, f"{name} was not answered within {timeout:g} s"))
+                raise OutcomeUnknown(f"the MCP server {self.server} did not answer {name} within {timeout:g} s: "
+                                     "the call may or may not have run") from None
+            raise ToolError(f"the MCP server refused the call: {exc.error.message} "
+                            f"(JSON-RPC error {exc.code})") from None
+        except (ValidationError, RuntimeError) as exc:
+            raise MCPProtocolError(f"the MCP server {self.server} answered {name} with a result that is not "
+                                   f"valid: {describe(exc)}", server=self.server) from None
+        except Exception as exc:  # noqa: BLE001 - a transport failure mid-call
+            self._lost(gen, describe(exc))
+            raise OutcomeUnknown(f"the connection to the MCP server {self.server} broke during {name} "
+                                 f"({describe(exc)}): the call may or may not have run") from None
+        return content_from_result(result)
+
+    async def probe(self, gen: _Generation, why: str) -> None:
+        """After a call was left unanswered: a server that does not answer a ping either is stopped (and a new
+        session is opened for the next call)."""
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
+        if gen.dead:
+            return
+        try:
+            await asyncio.wait_for(gen.client.session.send_ping(), self.probe_timeout)
+            return
+        except MCPError as exc:
+            if exc.code not in (CONNECTION_CLOSED, REQUEST_TIMEOUT):
+                return  # an error answer is an answer: the server is alive
+            reason = describe(exc)
+        except Exception as exc:  # noqa: BLE001 - no answer in time, or the transport failed
+            reason = describe(exc) if not isinstance(exc, TimeoutError) else \
+                f"no answer to a ping within {self.probe_timeout:g} s"
+        if gen.dead:
+            return
+        gen.dead = True
+        _log.emit(_log.WARNING, "mcp.session_reset", server=self.server, generation=gen.number,
+                  reason=f"{why}; {reason}")
+        await self._stop(gen)
+
+
+def fingerprint(entries: list[dict[str, Any]]) -> str:
+    """A digest of a listing (names, schemas, annotations), to compare two listings."""
+    import hashlib
+    import json
+
+    text = json.dumps(sorted(entries, key=lambda e: str(e.get("name"))), sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+Handler = Callable[[Any], Any]
+AsyncHandler = Callable[[Any], Awaitable[Any]]
