@@ -4,6 +4,7 @@ real provider, with tools from a Python module)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
@@ -16,14 +17,23 @@ __all__ = ["register"]
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from .harness.demo import SCENARIO_NAMES, dump_json, print_run, run_demo
+    from .harness.demo import MCP_SCENARIOS, SCENARIO_NAMES, dump_json, mcp_available, print_run, run_demo
     from .harness.fallback import LOCALES
 
     if args.lang not in LOCALES:
         raise UsageError(f"unknown --lang {args.lang!r}; expected one of: {', '.join(LOCALES)}")
     providers = PROVIDERS if args.provider == "all" else (args.provider,)
     scenarios = SCENARIO_NAMES if args.scenario == "all" else (args.scenario,)
-    if args.workers is not None or args.database is not None or args.kill_every is not None:
+    workers = args.workers is not None or args.database is not None or args.kill_every is not None
+    if args.scenario == "all" and (workers or not mcp_available()):
+        # the MCP scenario needs toolwire[mcp], and its server process is not one a durable worker can resume
+        scenarios = tuple(s for s in scenarios if s not in MCP_SCENARIOS)
+        if not workers and not args.json:
+            print(f"(the {', '.join(MCP_SCENARIOS)} scenario is left out: it needs the mcp extra, "
+                  "pip install 'toolwire[mcp]')")
+    elif workers and set(scenarios) & set(MCP_SCENARIOS):
+        raise UsageError(f"the {args.scenario} scenario runs a local MCP server: it does not run with --workers")
+    if workers:
         return _demo_workers(args, providers, scenarios)
     on_run = None if args.json else (lambda run: print_run(run, sys.stdout, args.trace))
     runs = run_demo(providers, scenarios, args.lang, on_run=on_run)
@@ -93,15 +103,58 @@ def _load_tools(spec: str) -> Any:
                      f"or name one with module:attribute")
 
 
+def _pairs(values: list[str], sep: str, what: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for value in values:
+        key, found, rest = value.partition(sep)
+        if not found or not key.strip():
+            raise UsageError(f"{what} takes NAME{sep}VALUE, not {value!r}")
+        out[key.strip()] = rest.strip()
+    return out
+
+
+def _mcp_tools(args: argparse.Namespace, stack: contextlib.ExitStack) -> list[Any]:
+    """The tools of every ``--mcp`` server, each server opened on ``stack``."""
+    if not args.mcp:
+        if args.mcp_header or args.mcp_effect:
+            raise UsageError("--mcp-header and --mcp-effect go with --mcp")
+        return []
+    try:
+        from .mcp import MCPServer
+    except ImportError as exc:  # pragma: no cover - toolwire.mcp itself imports nothing optional
+        raise UsageError(f"--mcp needs the mcp extra: pip install 'toolwire[mcp]' ({exc})") from None
+    headers = _pairs(args.mcp_header, ":", "--mcp-header")
+    effects = _pairs(args.mcp_effect, "=", "--mcp-effect")
+    tools: list[Any] = []
+    for spec in args.mcp:
+        is_url = spec.startswith(("http://", "https://"))
+        server = stack.enter_context(MCPServer.parse(spec, headers=headers if is_url else None))
+        tools.extend(server.tools(effects=effects, dialects=[args.provider]))
+        for skipped in server.skipped:
+            print(f"toolwire chat: {server.name}: left out {skipped.name!r} ({skipped.reason}: {skipped.detail})",
+                  file=sys.stderr)
+    return tools
+
+
 def _cmd_chat(args: argparse.Namespace) -> int:
     import json
 
     from .harness.loop import ToolLoop
+    from .registry import DuplicateToolError, Registry
 
-    registry = _load_tools(args.tools)
-    with ToolLoop(args.provider, model=args.model, registry=registry, base_url=args.base_url,
-                  locale=args.lang, system=args.system, stream=not args.no_stream) as loop:
-        result = loop.run(args.prompt)
+    if args.tools is None and not args.mcp:
+        raise UsageError("give the tools: --tools MODULE, one or more --mcp servers, or both")
+    with contextlib.ExitStack() as stack:
+        tools = list(_load_tools(args.tools)) if args.tools is not None else []
+        tools += _mcp_tools(args, stack)
+        try:
+            registry = Registry(tools)
+        except DuplicateToolError as exc:
+            raise UsageError(f"two tools are named {exc.tool!r} (from --tools and --mcp, or two --mcp servers): "
+                             "rename one") from None
+        with ToolLoop(args.provider, model=args.model, registry=registry, base_url=args.base_url,
+                      locale=args.lang, system=args.system, stream=not args.no_stream) as loop:
+            result = loop.run(args.prompt)
     if args.json:
         print(json.dumps({"answer": result.answer, "fallback": result.fallback,
                           "calls": [{"name": c.name, "call_id": c.call_id, "states": c.states,
@@ -143,9 +196,18 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                     help="the provider's dialect; its key comes from the environment (OPENAI_API_KEY, "
                          "ANTHROPIC_API_KEY, GEMINI_API_KEY or GOOGLE_API_KEY)")
     pc.add_argument("--model", required=True, help="the model name the provider expects")
-    pc.add_argument("--tools", required=True, metavar="MODULE[:ATTR]",
+    pc.add_argument("--tools", metavar="MODULE[:ATTR]",
                     help="a module with TOOLS (a list of toolwire.Tool) or registry (a Registry), imported with "
-                         "the current directory first on the path (mytools finds ./mytools.py)")
+                         "the current directory first on the path (mytools finds ./mytools.py); optional when "
+                         "--mcp gives the tools")
+    pc.add_argument("--mcp", action="append", default=[], metavar="COMMAND_OR_URL",
+                    help="an MCP server whose tools to use (repeatable): a command line, started over stdio, or "
+                         "an http(s):// URL (streamable HTTP); needs toolwire[mcp]")
+    pc.add_argument("--mcp-header", action="append", default=[], metavar="NAME:VALUE",
+                    help="a header for the --mcp servers reached over HTTP (repeatable), e.g. "
+                         "'Authorization: Bearer ...'; never logged")
+    pc.add_argument("--mcp-effect", action="append", default=[], metavar="TOOL=read|write",
+                    help="the effect of an MCP tool, over the server's readOnlyHint (repeatable)")
     pc.add_argument("--base-url", default=None, help="override the provider's base URL")
     pc.add_argument("--system", default=None, help="a system prompt (instructions) for the model")
     pc.add_argument("--lang", default="en", help="en (default), pt-BR or es: the language of fallback messages")

@@ -8,6 +8,7 @@ real provider gets, but for the URL.
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from pathlib import Path
 from typing import Any, Callable, Sequence, TextIO
@@ -25,7 +26,9 @@ from .retry import RetryPolicy
 __all__ = ["SCENARIO_NAMES", "DemoRun", "run_demo", "print_runs", "runs_to_json"]
 
 SCENARIO_NAMES = ("height", "height_weight", "rice", "misspelled_tool", "missing_argument", "catalogue_down",
-                  "save_with_faults", "provider_down")
+                  "save_with_faults", "provider_down", "mcp_notes")
+#: scenarios whose tools come from a real MCP server process (``demo_mcp_server``; needs ``toolwire[mcp]``)
+MCP_SCENARIOS = ("mcp_notes",)
 
 _MODELS = {
     "openai-chat": "gpt-4.1-mini",
@@ -61,9 +64,53 @@ class DemoRun(msgspec.Struct, kw_only=True):
     requests: int
 
 
+def mcp_available() -> bool:
+    """True when the MCP SDK (``toolwire[mcp]``) is installed."""
+    try:
+        import mcp  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def demo_mcp_server() -> Any:
+    """The demo's MCP server (``python -m toolwire.harness.demo_mcp_server``), unopened: the toolwire it imports
+    is this one, and its stderr is not shown."""
+    import subprocess
+    import sys
+
+    from ..mcp import MCPServer
+
+    package_parent = str(Path(__file__).resolve().parent.parent.parent)
+    path = os.pathsep.join([package_parent, *filter(None, [os.environ.get("PYTHONPATH")])])
+    return MCPServer.stdio(sys.executable, ["-m", "toolwire.harness.demo_mcp_server"], env={"PYTHONPATH": path},
+                           stderr=subprocess.DEVNULL, connect_timeout=30.0)
+
+
+def _one_mcp(sim: Any, base_url: str, provider: str, scenario: str, lang: str, workdir: Path) -> DemoRun:
+    from ..sim import SCENARIOS
+
+    sim.reset()
+    sim.plan(_fault_plan(scenario))
+    prompt = SCENARIOS[scenario].prompts[lang]
+    with demo_mcp_server() as server:
+        registry = server.registry(dialects=[provider], timeout=5.0)
+        dispatcher = Dispatcher(registry, ledger=SQLiteLedger(workdir / f"{provider}-{scenario}.db"), backoff=0.01)
+        with ToolLoop(provider, model=_MODELS[provider], registry=registry, dispatcher=dispatcher,
+                      base_url=base_url, api_key="sim-key", locale=lang, retry=DEMO_RETRY, timeout=5.0,
+                      conversation_id=f"demo-{provider}-{scenario}") as loop:
+            result = loop.run(prompt)
+        notes = registry["list_notes"].invoke({})
+    count = len((notes.structured or {}).get("notes") or [])
+    return DemoRun(provider=provider, scenario=scenario, prompt=prompt, result=result, effects={"add_note": count},
+                   requests=len(sim.requests))
+
+
 def _one(sim: Any, base_url: str, provider: str, scenario: str, lang: str, workdir: Path) -> DemoRun:
     from ..sim import SCENARIOS
 
+    if scenario in MCP_SCENARIOS:
+        return _one_mcp(sim, base_url, provider, scenario, lang, workdir)
     world = DemoWorld()
     if scenario == "catalogue_down":
         world.catalogue_up = False
@@ -91,6 +138,9 @@ def check_selection(providers: Sequence[str], scenarios: Sequence[str]) -> None:
     for s in scenarios:
         if s not in SCENARIO_NAMES:
             raise UsageError(f"unknown scenario {s!r}; expected one of: {', '.join(SCENARIO_NAMES)}")
+        if s in MCP_SCENARIOS and not mcp_available():
+            raise UsageError(f"the {s} scenario runs a real MCP server and needs the mcp extra: "
+                             "pip install 'toolwire[mcp]'")
 
 
 def run_demo(providers: Sequence[str] = PROVIDERS, scenarios: Sequence[str] = SCENARIO_NAMES, lang: str = "en",

@@ -37,7 +37,20 @@ import msgspec
 
 from ..codecs import PROVIDERS
 from ..errors import ToolwireError, UsageError
-from .demo import _MODELS, DEMO_RETRY, SCENARIO_NAMES, DemoRun, _fault_plan, check_selection, print_run, runs_to_json
+from .demo import (
+    _MODELS,
+    DEMO_RETRY,
+    MCP_SCENARIOS,
+    SCENARIO_NAMES,
+    DemoRun,
+    _fault_plan,
+    check_selection,
+    print_run,
+    runs_to_json,
+)
+
+#: the scenarios a durable worker runs: all but those whose tools are a local MCP server process
+WORKER_SCENARIOS = tuple(s for s in SCENARIO_NAMES if s not in MCP_SCENARIOS)
 from .demo_tools import EffectLog
 
 __all__ = ["Kill", "WorkerRun", "WorkersError", "WorkersReport", "run_workers", "print_report", "report_to_json"]
@@ -285,7 +298,7 @@ def _conversation_id(run_id: str, provider: str, scenario: str) -> str:
 
 
 def run_workers(workers: int = 4, database: str | None = None, *, kill_every: float | None = None,
-                providers: Sequence[str] = PROVIDERS, scenarios: Sequence[str] = SCENARIO_NAMES, lang: str = "en",
+                providers: Sequence[str] = PROVIDERS, scenarios: Sequence[str] = WORKER_SCENARIOS, lang: str = "en",
                 timeout: float = 600.0, seed: int | None = None, rounds: int = 1, concurrency: int = 4,
                 on_run: Callable[[WorkerRun], None] | None = None) -> WorkersReport:
     """Run every scenario for every dialect as a durable conversation on ``workers`` DBOS worker processes.
@@ -313,6 +326,8 @@ def run_workers(workers: int = 4, database: str | None = None, *, kill_every: fl
     if lang not in LOCALES:
         raise UsageError(f"unknown language {lang!r}; expected one of: {', '.join(LOCALES)}")
     check_selection(providers, scenarios)
+    if set(scenarios) & set(MCP_SCENARIOS):
+        raise UsageError(f"scenarios {', '.join(MCP_SCENARIOS)} run a local MCP server: not on durable workers")
     from ..sim import SCENARIOS
 
     run_id = uuid.uuid4().hex[:10]

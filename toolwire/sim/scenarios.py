@@ -18,6 +18,7 @@ the same calls again before its script is consulted.
 | ``missing_argument`` | ``save_measurement {"kind":"weight","unit":"kg"}`` | refused: "What is your weight in kg?" |
 | ``catalogue_down`` | ``search_foods {"query":"feijão"}`` | on an error: it could not reach the food catalogue |
 | ``save_with_faults`` | ``save_measurement {"kind":"weight","value":70,"unit":"kg"}`` | "Saved: 70 kg" |
+| ``mcp_notes`` | ``add_note {"text": …}`` (a tool of the demo MCP server) | ``list_notes``, then the note |
 | ``provider_down`` | a text answer (the demo plans a 503 for every attempt) | |
 
 A prompt that matches no scenario gets a plain text answer without calls.
@@ -25,6 +26,7 @@ A prompt that matches no scenario gets a plain text answer without calls.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -171,6 +173,25 @@ def _save_with_faults(ctx: ScriptContext) -> Reply:
     return ctx.say("saved", value=saved if saved is not None else args.get("value", 70), unit=args.get("unit", "kg"))
 
 
+_NOTE = {"en": "Drank two glasses of water", "pt-BR": "Bebi dois copos de água", "es": "Bebí dos vasos de agua"}
+
+
+def _notes(ctx: ScriptContext) -> Reply:
+    """Add a note with the MCP server's ``add_note``, then read the notebook back with ``list_notes``."""
+    note = _NOTE.get(ctx.lang, _NOTE["en"])
+    last = ctx.last
+    if last is None:
+        return ctx.call("add_note", text=note)
+    call, res = last.pairs[0]
+    if is_error(res):
+        return ctx.say("error")
+    if call.name == "add_note":
+        return ctx.call("list_notes")
+    if note in json.dumps(res.value if res is not None else None, ensure_ascii=False):
+        return ctx.say("answer", note=note)
+    return ctx.say("error")
+
+
 def _provider_down(ctx: ScriptContext) -> Reply:
     return ctx.say("answer")
 
@@ -297,6 +318,21 @@ SCENARIOS: dict[str, Scenario] = {
             script=_save_with_faults,
             tools=("save_measurement",),
             texts=dict(_SAVE_TEXTS),
+        ),
+        Scenario(
+            name="mcp_notes",
+            prompts={"en": "Note that I drank two glasses of water, then read me my notes.",
+                     "pt-BR": "Anote que bebi dois copos de água e depois leia as minhas notas.",
+                     "es": "Anota que bebí dos vasos de agua y luego léeme mis notas."},
+            script=_notes,
+            tools=("add_note", "list_notes"),
+            texts={
+                "answer": {"en": "Noted. Your notes: {note}.", "pt-BR": "Anotado. As suas notas: {note}.",
+                           "es": "Anotado. Tus notas: {note}."},
+                "error": {"en": "I couldn't reach your notebook right now. Please try again later.",
+                          "pt-BR": "Não consegui acessar o seu caderno de notas agora. Tente novamente mais tarde.",
+                          "es": "No pude acceder a tu libreta de notas ahora. Inténtalo de nuevo más tarde."},
+            },
         ),
         Scenario(
             name="provider_down",
