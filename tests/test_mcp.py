@@ -15,8 +15,8 @@ from structlog.testing import capture_logs
 pytest.importorskip("mcp")
 
 import toolwire  # noqa: E402
-from toolwire import Content, Dispatcher, ImagePart, LinkPart, OutcomeUnknown, Registry, ResourcePart, TextPart  # noqa: E402
-from toolwire import ToolError  # noqa: E402
+from toolwire import Content, Dispatcher, ImagePart, LinkPart, OutcomeUnknown, Registry  # noqa: E402
+from toolwire import ResourcePart, TextPart, ToolError  # noqa: E402
 from toolwire.mcp import MCPConnectionError, MCPProtocolError, MCPServer  # noqa: E402
 
 from .bodies import body  # noqa: E402

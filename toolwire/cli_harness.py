@@ -23,7 +23,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     if args.lang not in LOCALES:
         raise UsageError(f"unknown --lang {args.lang!r}; expected one of: {', '.join(LOCALES)}")
     providers = PROVIDERS if args.provider == "all" else (args.provider,)
-    scenarios = SCENARIO_NAMES if args.scenario == "all" else (args.scenario,)
+    scenarios: tuple[str, ...] = SCENARIO_NAMES if args.scenario == "all" else (args.scenario,)
     workers = args.workers is not None or args.database is not None or args.kill_every is not None
     if args.scenario == "all" and (workers or not mcp_available()):
         # the MCP scenario needs toolwire[mcp], and its server process is not one a durable worker can resume

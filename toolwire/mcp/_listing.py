@@ -84,7 +84,7 @@ def _rejections(tools: list[Tool], dialects: tuple[str, ...]) -> dict[str, tuple
             if x.tool is not None and x.limit not in _REQUEST_LIMITS:
                 problems.append((x.tool, f"{x.limit}: {x.value} (needs {x.max})"))
         for loss in audit.lost:
-            if loss.detail.startswith("refused"):
+            if loss.detail.startswith("refused") and loss.tool is not None:
                 problems.append((loss.tool, f"{loss.keyword} at {loss.path}: {loss.detail}"))
         for tool, what in problems:
             where, why = found.setdefault(tool, ([], []))

@@ -45,7 +45,8 @@ class Target:
         from mcp import Client
         from mcp_types import Implementation
 
-        return Client(self.transport(), mode=protocol, cache=None, message_handler=message_handler,
+        handler: Any = message_handler  # the SDK's MessageHandlerFnT protocol, which this coroutine function is
+        return Client(self.transport(), mode=protocol, cache=None, message_handler=handler,
                       client_info=Implementation(name="toolwire", version=__version__))
 
 
@@ -83,7 +84,8 @@ class StdioTarget(Target):
     def transport(self) -> Any:
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
-        params = StdioServerParameters(command=self.command, args=self.args, env=self.env, cwd=self.cwd)
+        cwd = None if self.cwd is None else os.fspath(self.cwd)
+        params = StdioServerParameters(command=self.command, args=self.args, env=self.env, cwd=cwd)
         return stdio_client(params, errlog=self._errlog())
 
 

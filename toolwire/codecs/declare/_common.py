@@ -276,9 +276,9 @@ def check_choice_names(dialect: str, choice: ToolChoice, declared: Sequence[str]
 class LimitFinding(msgspec.Struct, frozen=True, kw_only=True):
     """A provider limit a declaration breaks: ``limit`` (``name_length``, ``name_pattern``, ``max_tools``,
     ``schema_depth``, ``schema_properties``, ``enum_values``, ``parameter_name``, ``request_bytes``,
-    ``tool_kind``, ``schema_root``, ``array_items``), the ``value`` found and the ``max`` allowed (a number, the rule as a pattern, or for
-    ``tool_kind`` the kinds the dialect declares), for ``tool`` (None when the limit is on the whole request) in
-    ``dialect``; ``source`` and ``documented`` come from the capabilities."""
+    ``tool_kind``, ``schema_root``, ``array_items``), the ``value`` found and the ``max`` allowed (a number, the
+    rule as a pattern or in words, or for ``tool_kind`` the kinds the dialect declares), for ``tool`` (None when the
+    limit is on the whole request) in ``dialect``; ``source`` and ``documented`` come from the capabilities."""
 
     dialect: str
     tool: str | None
