@@ -269,6 +269,10 @@ class Session:
         return bool(getattr(tools, "list_changed", False)) and str(gen.protocol or "") >= "2026-07-28"
 
     async def _listen(self, gen: _Generation) -> None:
+        from mcp.client.subscriptions import SubscriptionLost
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import CONNECTION_CLOSED
+
         try:
             async with gen.client.listen(tools_list_changed=True) as subscription:
                 async for _event in subscription:  # the notification itself reaches _on_message (tee)
@@ -276,6 +280,8 @@ class Session:
         except Exception as exc:  # noqa: BLE001 - a server without listen support, or a lost stream
             _log.emit(_log.DEBUG, "mcp.listen_ended", server=self.server, generation=gen.number,
                       reason=describe(exc))
+            if isinstance(exc, SubscriptionLost) or (isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED):
+                self._lost(gen, f"the connection closed ({describe(exc)})")
 
     async def _on_message(self, gen: _Generation, message: Any) -> None:
         method = getattr(message, "method", None)
@@ -370,6 +376,11 @@ class Session:
         from pydantic import ValidationError
 
         gen = await self.ensure()
+        if _closed_before_sending(gen):
+            # the server went away while idle (a stdio process killed between calls): nothing was sent yet, so
+            # the call goes to a new session instead of being answered "may or may not have run"
+            self._lost(gen, "the connection had closed before the call")
+            gen = await self.ensure()
         try:
             result = await gen.client.call_tool(name, args, read_timeout_seconds=timeout)
         except asyncio.CancelledError:
@@ -421,6 +432,16 @@ class Session:
         _log.emit(_log.WARNING, "mcp.session_reset", server=self.server, generation=gen.number,
                   reason=f"{why}; {reason}")
         await self._stop(gen)
+
+
+def _closed_before_sending(gen: _Generation) -> bool:
+    """True when the SDK's JSON-RPC dispatcher already saw the connection end (so a request would not be sent).
+    Reads an SDK attribute that is not public; without it the answer is False, the conservative one."""
+    try:
+        dispatcher = getattr(gen.client.session, "_dispatcher", None)
+    except RuntimeError:  # the client is not entered
+        return False
+    return getattr(dispatcher, "_closed", False) is True
 
 
 def fingerprint(entries: list[dict[str, Any]]) -> str:
