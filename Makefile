@@ -1,5 +1,6 @@
 # make test: create the virtualenv if missing, install what the tests need, run the whole suite.
-# make demo has a virtualenv of its own with toolwire's core dependencies only (no test dependencies).
+# make demo has a virtualenv of its own with toolwire's core dependencies and the mcp extra (its mcp_notes scenario
+# starts a real MCP server), no test dependencies.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -24,7 +25,7 @@ $(STAMP): pyproject.toml
 	$(call venv,$(VENV),.[dev])
 
 $(DEMO_STAMP): pyproject.toml
-	$(call venv,$(DEMO_VENV),.)
+	$(call venv,$(DEMO_VENV),.[mcp])
 
 install: $(STAMP)
 
@@ -36,7 +37,7 @@ test: $(STAMP)
 	HYPOTHESIS_PROFILE=ci $(PY) -m pytest -q -n 2 -p no:cacheprovider
 
 # make demo: the scenarios, for every dialect, against the built-in simulated provider over real HTTP (in
-# $(DEMO_VENV), which holds toolwire and its core dependencies only)
+# $(DEMO_VENV), which holds toolwire, its core dependencies and the mcp extra)
 demo: $(DEMO_STAMP)
 	$(DEMO_VENV)/bin/toolwire demo
 

@@ -366,3 +366,13 @@ def test_import_toolwire_does_not_import_the_mcp_sdk():
     code = "import sys, toolwire, toolwire.mcp; print('mcp' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_the_public_surface_of_toolwire_mcp_is_pinned():
+    """toolwire.mcp.__all__ is the documented surface, and its errors derive from ToolwireError."""
+    import toolwire.mcp as tm
+
+    assert set(tm.__all__) == {"MCPServer", "SkippedTool", "ListedTool", "content_from_result", "MCPServerError",
+                               "MCPConnectionError", "MCPProtocolError"}
+    for name in ("MCPServerError", "MCPConnectionError", "MCPProtocolError"):
+        assert issubclass(getattr(tm, name), toolwire.ToolwireError)
