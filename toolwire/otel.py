@@ -71,8 +71,14 @@ def _resolve() -> Any:
 
 
 def enabled() -> bool:
-    """Whether dispatched calls get spans (OpenTelemetry importable and tracing not switched off)."""
-    return (_resolve() if _tracer is _UNRESOLVED else _tracer) is not None
+    """Whether dispatched calls and the loop's requests get spans (OpenTelemetry importable and tracing not
+    switched off)."""
+    return tracer() is not None
+
+
+def tracer() -> Any:
+    """The tracer in use, or None when tracing is off or OpenTelemetry is not installed."""
+    return _resolve() if _tracer is _UNRESOLVED else _tracer
 
 
 def start(plans: Iterable[Any]) -> None:
