@@ -14,6 +14,7 @@ the Gemini API's OpenAI-compatible endpoint).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -37,26 +38,26 @@ PROVIDER_NAMES: dict[str, str] = {
 }
 #: ``openai.api.type`` (the conventions' OpenAI attribute) of the OpenAI dialects
 OPENAI_API_TYPES: dict[str, str] = {"openai-chat": "chat_completions", "openai-responses": "responses"}
-#: host (itself or a subdomain of it) → ``gen_ai.provider.name``, for the servers the conventions name that speak
-#: these dialects
-_HOSTS: tuple[tuple[str, str], ...] = (
-    ("aiplatform.googleapis.com", "gcp.vertex_ai"),
-    ("generativelanguage.googleapis.com", "gcp.gemini"),
-    ("openai.azure.com", "azure.ai.openai"),
-    ("api.groq.com", "groq"),
-    ("api.deepseek.com", "deepseek"),
-    ("api.mistral.ai", "mistral_ai"),
-    ("api.perplexity.ai", "perplexity"),
-    ("api.x.ai", "x_ai"),
-)
+#: host → ``gen_ai.provider.name``, for the servers the conventions name that speak these dialects: the host itself
+#: or a subdomain of it (Vertex AI's regional hosts, ``us-central1-aiplatform.googleapis.com``, too)
+_HOSTS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(pattern), name) for pattern, name in (
+    (r"(^|[.-])aiplatform\.googleapis\.com$", "gcp.vertex_ai"),
+    (r"(^|\.)generativelanguage\.googleapis\.com$", "gcp.gemini"),
+    (r"(^|\.)openai\.azure\.com$", "azure.ai.openai"),
+    (r"(^|\.)api\.groq\.com$", "groq"),
+    (r"(^|\.)api\.deepseek\.com$", "deepseek"),
+    (r"(^|\.)api\.mistral\.ai$", "mistral_ai"),
+    (r"(^|\.)api\.perplexity\.ai$", "perplexity"),
+    (r"(^|\.)api\.x\.ai$", "x_ai"),
+))
 
 
 def provider_name(dialect: str, host: str | None) -> str:
     """``gen_ai.provider.name`` for a request of ``dialect`` to ``host``."""
     if host:
         host = host.lower().rstrip(".")
-        for domain, name in _HOSTS:
-            if host == domain or host.endswith("." + domain):
+        for pattern, name in _HOSTS:
+            if pattern.search(host):
                 return name
     return PROVIDER_NAMES.get(dialect, dialect)
 
