@@ -14,9 +14,12 @@ The call's path through the state machine is recorded as ``toolwire.transition``
 ``trigger``, and ``position`` when a provider payload caused it), one per transition. The handler runs with the
 span current, so the spans it starts are its children.
 
-Off switch: the environment variable ``TOOLWIRE_OTEL=0`` (read at the first dispatch), or
+The harness loop adds an ``invoke_agent`` span per prompt and an inference span per model request
+(``toolwire.harness.tracing``); the same switch governs them.
+
+Off switch: the environment variable ``TOOLWIRE_OTEL=0`` (read at the first span), or
 ``toolwire.otel.configure_tracing(enabled=False)`` at any time. Nothing of OpenTelemetry is imported at
-``import toolwire``; it is imported at the first dispatch, and when it is not installed nothing happens.
+``import toolwire``; it is imported at the first dispatch or prompt, and when it is not installed nothing happens.
 """
 
 from __future__ import annotations
