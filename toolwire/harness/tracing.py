@@ -93,7 +93,8 @@ def start_agent(core: Any, transport: Any) -> Any:
                       "gen_ai.provider.name": provider_name(core.provider, host),
                       "gen_ai.request.model": core.model, "gen_ai.conversation.id": core.conversation_id}
         return tracer.start_span("invoke_agent", kind=SpanKind.INTERNAL, attributes=attributes)
-    except Exception:  # noqa: BLE001 - a span never breaks a conversation
+    except Exception as exc:  # noqa: BLE001 - a span never breaks a conversation
+        otel.failed("start", exc)
         return None
 
 
@@ -116,10 +117,9 @@ def end_agent(span: Any, result: Any = None, exc: BaseException | None = None) -
                     _fail(span, result.reason.value, "the user got the fallback message")
             if exc is not None:
                 _fail(span, _error_type(exc))
-    except Exception:  # noqa: BLE001
-        pass
-    finally:
-        span.end()
+    except Exception as exc:  # noqa: BLE001
+        otel.failed("finish", exc)
+    otel.end(span)
 
 
 # ---- one model request ---------------------------------------------------------------------------------------
@@ -148,7 +148,8 @@ def start_request(core: Any, transport: Any, body: dict[str, Any]) -> Any:
         if dialect in OPENAI_API_TYPES:
             attributes["openai.api.type"] = OPENAI_API_TYPES[dialect]
         return tracer.start_span(f"{operation} {core.model}", kind=SpanKind.CLIENT, attributes=attributes)
-    except Exception:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001
+        otel.failed("start", exc)
         return None
 
 
@@ -163,8 +164,8 @@ def retried(span: Any, attempt: int, delay: float, exc: BaseException) -> None:
         if isinstance(status, int):
             attributes["http.response.status_code"] = status
         span.add_event("toolwire.retry", attributes)
-    except Exception:  # noqa: BLE001
-        pass
+    except Exception as exc:  # noqa: BLE001
+        otel.failed("event", exc)
 
 
 def _response(span: Any, turn: Turn) -> None:
@@ -202,7 +203,6 @@ def end_request(span: Any, turn: Turn | None, exc: BaseException | None = None) 
                 if isinstance(exc, ProviderError) and isinstance(status, int):
                     span.set_attribute("http.response.status_code", status)
                 _fail(span, _error_type(exc), str(exc) if isinstance(exc, ProviderError) else None)
-    except Exception:  # noqa: BLE001
-        pass
-    finally:
-        span.end()
+    except Exception as exc:  # noqa: BLE001
+        otel.failed("finish", exc)
+    otel.end(span)
