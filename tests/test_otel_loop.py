@@ -25,7 +25,7 @@ import toolwire.logs  # noqa: E402
 from toolwire import otel  # noqa: E402
 from toolwire.codecs import PROVIDERS  # noqa: E402
 from toolwire.harness import AsyncToolLoop, RetryPolicy, ToolLoop  # noqa: E402
-from toolwire.harness.events import ResponseEvent, RetryScheduled  # noqa: E402
+from toolwire.harness.events import RequestStarted, ResponseEvent, RetryScheduled  # noqa: E402
 from toolwire.sim import Fault, SimProvider  # noqa: E402
 
 from .otel_support import EXPORTER, finished, named, only, parent_of  # noqa: E402
@@ -339,3 +339,73 @@ def test_the_loop_runs_without_opentelemetry_and_imports_nothing_of_it():
     assert out.returncode == 0, out.stderr
     assert "enabled False" in out.stdout
     assert "imported []" in out.stdout
+
+
+class Stop(Exception):
+    """What an application's event callback raises to stop a run."""
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_run_stopped_by_its_callback_ends_every_span_and_restores_the_context(mode, sim):
+    """on_event raises as the second request starts: the request's and the prompt's spans end with error.type the
+    callback's exception, and the caller's span is current again."""
+    def on_event(event) -> None:
+        if isinstance(event, RequestStarted) and event.step == 1:
+            raise Stop()
+
+    with pytest.raises(Stop):
+        with _tracer.start_as_current_span("app") as app:
+            try:
+                run_prompt("openai-responses", sim, mode, on_event=on_event)
+            finally:
+                assert trace.get_current_span() is app
+    agent = only("invoke_agent")
+    first, second = inference_spans("openai-responses")
+    assert "error.type" not in first.attributes
+    for span in (second, agent):
+        assert span.attributes["error.type"] == "Stop"
+        assert span.status.status_code is StatusCode.ERROR
+    assert trace.get_current_span() is trace.INVALID_SPAN
+
+
+def test_a_cancelled_run_ends_its_spans_with_the_cancellation(sim):
+    """AsyncToolLoop.run cancelled while the model request waits for its first byte: the request's and the prompt's
+    spans end (error.type CancelledError), and the task's context is the caller's again."""
+    sim.plan([Fault.slow_first_byte(3.0)])
+
+    async def main() -> None:
+        sent = asyncio.Event()
+        async with AsyncToolLoop("anthropic", **options("anthropic", sim, 5.0)) as loop:
+            with _tracer.start_as_current_span("app") as app:
+                task = asyncio.ensure_future(loop.run(PROMPT, on_event=lambda e: sent.set()))
+                await sent.wait()  # the first request is under way: the simulator holds its answer for 3 s
+                await asyncio.sleep(0.1)
+                task.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await task
+                assert trace.get_current_span() is app
+
+    asyncio.run(main())
+    (request,) = inference_spans("anthropic")
+    for span in (request, only("invoke_agent")):
+        assert span.attributes["error.type"] == "CancelledError"
+        assert span.status.status_code is StatusCode.ERROR
+
+
+def test_concurrent_prompts_of_two_loops_keep_their_own_traces(sim):
+    """Two AsyncToolLoops running at once on one event loop: each prompt's spans are under its own caller's span."""
+    async def one(provider: str):
+        with _tracer.start_as_current_span(f"app {provider}") as app:
+            async with AsyncToolLoop(provider, **options(provider, sim, 5.0)) as loop:
+                await loop.run(PROMPT)
+            return app.get_span_context().trace_id
+
+    async def main():
+        return await asyncio.gather(one("openai-chat"), one("gemini-interactions"))
+
+    traces = dict(zip(("openai-chat", "gemini-interactions"), asyncio.run(main())))
+    for provider, trace_id in traces.items():
+        mine = [s for s in finished() if s.context.trace_id == trace_id]
+        assert sorted(s.name.split()[0] for s in mine) == ["app", "chat", "chat", "execute_tool", "inside",
+                                                           "invoke_agent"]
+        assert {s.attributes.get("gen_ai.provider.name") for s in mine} - {None} == {PROVIDER_NAME[provider]}
