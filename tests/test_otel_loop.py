@@ -181,9 +181,11 @@ def test_a_prompt_is_one_trace_of_agent_requests_calls_and_handlers(provider, mo
         assert agent.attributes[f"gen_ai.usage.{name}"] == sum(
             getattr(s.turn.token_usage, name) for s in result.steps)
     assert "error.type" not in agent.attributes and agent.status.status_code is StatusCode.UNSET
-    # nothing of the arguments without log_arguments
+    # nothing of the arguments without log_arguments, never the API key or the prompt
     assert "gen_ai.tool.call.arguments" not in tool.attributes
-    assert '"key"' not in json.dumps([dict(s.attributes) for s in finished()], default=str)
+    everything = json.dumps([[dict(s.attributes), [dict(e.attributes) for e in s.events], s.status.description]
+                             for s in finished()], default=str)
+    assert '"key"' not in everything and "sim-key" not in everything and PROMPT not in everything
 
 
 @pytest.mark.parametrize("mode", MODES)
