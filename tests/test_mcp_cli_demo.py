@@ -90,3 +90,28 @@ def test_chat_mcp_misuse_is_one_line_and_an_exit_code(args, code, message):
     proc = chat(*args, PROMPT, base_url="http://127.0.0.1:9")
     assert proc.returncode == code, proc.stderr
     assert message in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "gemini"])
+def test_async_loop_with_async_handlers_of_the_demo_server(provider):
+    """async with MCPServer, aregistry() and AsyncToolLoop: the same conversation as the sync demo."""
+    import asyncio
+
+    from toolwire.harness import AsyncToolLoop
+    from toolwire.harness.demo import demo_mcp_server
+
+    async def main(base_url: str):
+        async with demo_mcp_server() as server:
+            registry = await server.aregistry(dialects=[provider])
+            assert all(t.is_async for t in registry)
+            async with AsyncToolLoop(provider, model="sim-model", registry=registry, base_url=base_url,
+                                     api_key="sim-key") as loop:
+                result = await loop.run(PROMPT)
+            notes = await registry["list_notes"].invoke({})
+        return result, notes
+
+    sim = SimProvider()
+    with sim.serve() as base_url:
+        result, notes = asyncio.run(main(base_url))
+    assert result.answer == "Noted. Your notes: Drank two glasses of water."
+    assert notes.structured == {"notes": ["Drank two glasses of water"]}
