@@ -67,3 +67,22 @@ def test_result_data_a_provider_would_refuse_is_replaced_by_a_note():
     with pytest.raises(ToolError) as info:
         content_from_result({"content": [], "isError": True})
     assert isinstance(info.value.content, Content) and "error" in info.value.content.parts[0].text
+
+
+def test_an_entry_the_sdk_cannot_read_leaves_out_that_tool_only():
+    """A server (written without the SDK) lists a tool whose inputSchema is an array and an entry without a name
+    next to a good one: the SDK refuses the whole page, toolwire reads it entry by entry, leaves the two out with
+    their reason, and the good tool lists and answers."""
+    import sys
+
+    from toolwire.mcp import MCPServer
+
+    from ..conftest import ROOT
+
+    with MCPServer.stdio(sys.executable, ["-m", "tests.raw_mcp_server"], cwd=ROOT, connect_timeout=20.0) as server:
+        registry = toolwire.Registry(server.tools())
+        assert registry.names == ("echo",)
+        assert [(s.name, s.reason) for s in server.skipped] == [("tags", "schema"), ("None", "schema")]
+        assert '"type": "object"' in server.skipped[0].detail
+        assert "not a valid MCP tool" in server.skipped[1].detail
+        assert registry["echo"].invoke({"text": "fine"}).parts == [TextPart(text="fine")]

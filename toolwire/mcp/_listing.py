@@ -19,7 +19,10 @@ from ..errors import UsageError
 from ..registry.errors import ToolDeclarationError
 from ..registry.tool import Effect, Tool, check_tool_name
 
-__all__ = ["SkippedTool", "ListedTool", "build_tools", "EFFECTS_FROM"]
+__all__ = ["SkippedTool", "ListedTool", "build_tools", "EFFECTS_FROM", "INVALID"]
+
+#: the key ``Session`` puts on a listed entry the MCP SDK could not read, with the reason
+INVALID = "toolwire:invalid"
 
 #: per-tool limits of the portability audit; ``max_tools`` and ``request_bytes`` are about the whole request
 _REQUEST_LIMITS = frozenset({"max_tools", "request_bytes"})
@@ -116,6 +119,10 @@ def build_tools(entries: Iterable[Mapping[str, Any]], handler_for: Callable[[str
         name = entry.get("name")
         if not isinstance(name, str):
             skip(repr(name), "name", "the entry has no name")
+            continue
+        invalid = entry.get(INVALID)
+        if isinstance(invalid, str):
+            skip(name, "schema", invalid)
             continue
         exposed = prefix + name
         try:

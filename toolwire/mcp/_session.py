@@ -18,6 +18,7 @@ import concurrent.futures
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import suppress
+from types import SimpleNamespace
 from typing import Any, TypeVar
 
 import anyio
@@ -25,6 +26,7 @@ import anyio
 from .. import _log
 from ..errors import UsageError
 from ..registry.content import Content, OutcomeUnknown, ToolError
+from ._listing import INVALID
 from ._results import content_from_result
 from ._targets import Target
 from .errors import MCPConnectionError, MCPProtocolError
@@ -348,9 +350,11 @@ class Session:
             try:
                 page = await asyncio.wait_for(gen.client.list_tools(cursor=cursor), self.connect_timeout)
             except ValidationError as exc:
-                raise MCPProtocolError(f"the MCP server {self.server} sent a tools/list page that is not valid "
-                                       f"MCP: {describe(exc)}", server=self.server) from None
-            entries.extend(t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in page.tools)
+                # the SDK refuses the whole page for one entry it cannot read (an inputSchema whose root is not
+                # an object): read the page entry by entry, so that only that entry is left out
+                page = await asyncio.wait_for(self._lenient_page(gen, cursor, exc), self.connect_timeout)
+            entries.extend(t if isinstance(t, dict) else t.model_dump(by_alias=True, mode="json", exclude_none=True)
+                           for t in page.tools)
             if len(entries) > MAX_TOOLS:
                 raise MCPProtocolError(f"the MCP server {self.server} lists more than {MAX_TOOLS} tools",
                                        server=self.server)
@@ -363,6 +367,46 @@ class Session:
             seen.add(cursor)
         raise MCPProtocolError(f"the MCP server {self.server} did not end tools/list within {MAX_PAGES} pages",
                                server=self.server)
+
+    async def _lenient_page(self, gen: _Generation, cursor: str | None, refused: Exception) -> Any:
+        """One ``tools/list`` page read entry by entry: each entry the SDK cannot read becomes
+        ``{"name": …, INVALID: why}`` (left out by ``build_tools``), the others are given to the SDK's session as
+        a listing would be. Uses parts of the SDK that are not public; without them the page's error stands."""
+        import mcp_types as types
+        from pydantic import ValidationError
+
+        session = gen.client.session
+        stamp = getattr(session, "_stamp", None)
+        dispatcher = getattr(session, "_dispatcher", None)
+        absorb = getattr(session, "_absorb_tool_listing", None)
+        if stamp is None or dispatcher is None or absorb is None:
+            raise MCPProtocolError(f"the MCP server {self.server} sent a tools/list page that is not valid MCP: "
+                                   f"{describe(refused)}", server=self.server)
+        data = types.ListToolsRequest(params=types.PaginatedRequestParams(cursor=cursor)).model_dump(
+            by_alias=True, mode="json", exclude_none=True)
+        opts: dict[str, Any] = {}
+        stamp(data, opts)
+        raw = await dispatcher.send_raw_request(data["method"], data.get("params"), opts)
+        listed = raw.get("tools") if isinstance(raw, dict) else None
+        if not isinstance(listed, list):
+            raise MCPProtocolError(f"the MCP server {self.server} sent a tools/list page without a tools list",
+                                   server=self.server)
+        good: list[Any] = []
+        out: list[Any] = []
+        for entry in listed:
+            try:
+                tool = types.Tool.model_validate(entry, by_name=False)
+            except ValidationError as exc:
+                name = entry.get("name") if isinstance(entry, dict) else None
+                out.append({"name": name if isinstance(name, str) else repr(name),
+                            INVALID: f"the entry is not a valid MCP tool: {describe(exc)}"})
+                continue
+            good.append(tool)
+            out.append(tool)
+        next_cursor = raw.get("nextCursor")
+        absorb(types.ListToolsResult(tools=good), complete=False)
+
+        return SimpleNamespace(tools=out, next_cursor=next_cursor if isinstance(next_cursor, str) else None)
 
     async def call(self, name: str, args: Any, timeout: float) -> Content:
         """``tools/call`` ``name`` with ``args``, answered within ``timeout`` seconds.
