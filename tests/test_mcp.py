@@ -204,11 +204,21 @@ async def _atools_closed(srv: MCPServer):
     return await srv.atools(timeout=0.5)
 
 
+def result_text(result: toolwire.ToolResult) -> str:
+    """The text a dispatched call answered with: its typed parts' text where the dispatcher keeps parts, else
+    its content (the text itself, or a Content's JSON form)."""
+    parts = getattr(result, "parts", None)
+    if parts is not None:
+        return "".join(p.text for p in parts if isinstance(p, TextPart))
+    if isinstance(result.content, dict):
+        return "".join(p.get("text", "") for p in result.content.get("parts", []))
+    return str(result.content)
+
+
 def _pid(registry: Registry, mode: str) -> int:
     results = dispatch(registry, [("pid", {})], mode=mode)
     assert results[0].kind is toolwire.ResultKind.OK, results[0].content
-    return int(str(results[0].content["parts"][0]["text"]) if isinstance(results[0].content, dict)
-               else text_of(results[0].content))
+    return int(result_text(results[0]))
 
 
 def test_a_server_that_freezes_is_replaced_after_a_timeout(tmp_path, toolwire_debug):
