@@ -14,7 +14,6 @@ unless ``Authorization: Bearer T`` is sent).
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import os
 import sys

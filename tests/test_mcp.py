@@ -187,7 +187,7 @@ def test_a_write_whose_server_crashed_is_not_run_again(server):
 
 
 @pytest.mark.parametrize("mode", ["run", "arun"])
-def test_a_read_that_hangs_is_handler_timeout_and_the_session_keeps_working(tmp_path, mode):
+def test_a_read_that_hangs_is_handler_timeout_and_the_session_keeps_working(tmp_path, mode, toolwire_debug):
     """A read the server never answers is answered handler_timeout at the tool's timeout; the request is
     cancelled on the wire, the server still answers, and the next call uses the same process."""
     with stdio(tmp_path / "state") as srv:
@@ -196,8 +196,13 @@ def test_a_read_that_hangs_is_handler_timeout_and_the_session_keeps_working(tmp_
         pid = _pid(registry, mode)
         with capture_logs() as logs:
             results = dispatch(registry, [("sleep", {"seconds": 30})], mode=mode)
-        assert [r.kind for r in results] == [toolwire.ResultKind.HANDLER_TIMEOUT]
+            assert [r.kind for r in results] == [toolwire.ResultKind.HANDLER_TIMEOUT]
+            # the request is given up on the wire (an async handler is cancelled by the dispatcher at once; a
+            # blocking one is left to its wire timeout, a second later), and the server pinged
+            event = "mcp.call_timeout" if mode == "run" else "mcp.call_cancelled"
+            assert wait_until(lambda: any(e["event"] == event for e in logs))
         assert _pid(registry, mode) == pid
+        assert "mcp.session_reset" not in {e["event"] for e in logs}
 
 
 async def _atools_closed(srv: MCPServer):

@@ -181,6 +181,10 @@ CATALOGUE: dict[str, EventSpec] = {
     "mcp.call_timeout": _spec(
         "warning", "server timeout tool",
         "an MCP tools/call was not answered in time: the request is cancelled and the server is pinged"),
+    "mcp.call_cancelled": _spec(
+        "info", "server tool",
+        "the caller gave up on an MCP tools/call (the dispatcher's timeout for an async handler, a cancelled task): "
+        "the request is cancelled and the server is pinged"),
     "mcp.session_reset": _spec(
         "warning", "generation reason server",
         "an MCP server left a call unanswered and did not answer a ping either: its session is stopped (a stdio "

@@ -14,12 +14,10 @@ stopped (stdio: stdin closed, then the process group terminated) and the next ca
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import threading
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from contextlib import suppress
 from types import SimpleNamespace
-from typing import Any, TypeVar
+from typing import Any
 
 import anyio
 
@@ -27,13 +25,12 @@ from .. import _log
 from ..errors import UsageError
 from ..registry.content import Content, OutcomeUnknown, ToolError
 from ._listing import INVALID
+from ._loop import LoopThread, describe
 from ._results import content_from_result
 from ._targets import Target
 from .errors import MCPConnectionError, MCPProtocolError
 
 __all__ = ["Session", "LoopThread", "describe"]
-
-T = TypeVar("T")
 
 #: bounds on one ``tools/list`` walk: a server whose cursors never end cannot hang or exhaust a listing
 MAX_PAGES = 256
@@ -41,58 +38,6 @@ MAX_TOOLS = 4096
 #: seconds a stopping generation gets to wind down (stdio: 2 s after stdin closes, 2 s after SIGTERM) before its
 #: task is cancelled
 _STOP_GRACE = 15.0
-
-
-def describe(exc: BaseException) -> str:
-    """One line for ``exc``: the first leaf of an exception group, as ``Type: message``."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    text = " ".join(str(exc).split())
-    if len(text) > 300:
-        text = text[:300] + "…"
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-class LoopThread:
-    """An asyncio event loop running in a daemon thread; ``submit`` schedules a coroutine on it."""
-
-    def __init__(self, name: str) -> None:
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        try:
-            self.loop.run_forever()
-        finally:
-            with suppress(Exception):
-                self.loop.run_until_complete(self.loop.shutdown_asyncgens())
-            self.loop.close()
-
-    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop)
-
-    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-        """Run ``coro`` on the loop and wait for it (cancelled if ``timeout`` passes first)."""
-        if threading.current_thread() is self._thread:
-            coro.close()
-            raise UsageError("a blocking toolwire.mcp method was called on the server's own event loop thread "
-                             "(from an on_change callback?): use the async methods there")
-        future = self.submit(coro)
-        try:
-            return future.result(timeout)
-        except concurrent.futures.TimeoutError:
-            future.cancel()
-            raise
-
-    def stop(self) -> None:
-        if self.loop.is_closed():
-            return
-        with suppress(RuntimeError):
-            self.loop.call_soon_threadsafe(self.loop.stop)
-        if threading.current_thread() is not self._thread:
-            self._thread.join(10.0)
 
 
 class _Generation:
@@ -429,6 +374,7 @@ class Session:
             result = await gen.client.call_tool(name, args, read_timeout_seconds=timeout)
         except asyncio.CancelledError:
             # the caller gave up (its own timeout): the SDK told the server; check that it still answers
+            _log.emit(_log.INFO, "mcp.call_cancelled", server=self.server, tool=name)
             self.spawn(self.probe(gen, f"{name} was abandoned"))
             raise
         except MCPError as exc:
@@ -496,6 +442,3 @@ def fingerprint(entries: list[dict[str, Any]]) -> str:
     text = json.dumps(sorted(entries, key=lambda e: str(e.get("name"))), sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 
-
-Handler = Callable[[Any], Any]
-AsyncHandler = Callable[[Any], Awaitable[Any]]
