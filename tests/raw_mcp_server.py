@@ -9,10 +9,11 @@ import json
 import sys
 
 TOOLS = [
-    {"name": "tags", "description": "takes a bare array", "inputSchema": {"type": "array", "items": {"type": "string"}}},
+    {"name": "tags", "description": "takes a bare array",
+     "inputSchema": {"type": "array", "items": {"type": "string"}}},
     {"description": "no name at all", "inputSchema": {"type": "object"}},
-    {"name": "echo", "description": "echo", "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
-     "annotations": {"readOnlyHint": True}},
+    {"name": "echo", "description": "echo",
+     "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}, "annotations": {"readOnlyHint": True}},
 ]
 
 
