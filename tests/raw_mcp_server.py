@@ -13,7 +13,8 @@ TOOLS = [
      "inputSchema": {"type": "array", "items": {"type": "string"}}},
     {"description": "no name at all", "inputSchema": {"type": "object"}},
     {"name": "echo", "description": "echo",
-     "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}, "annotations": {"readOnlyHint": True}},
+     "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
+     "annotations": {"readOnlyHint": True}},
 ]
 
 

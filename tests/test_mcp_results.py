@@ -28,7 +28,8 @@ def test_every_block_kind_maps_to_its_part_in_order():
     assert content == Content(parts=[
         TextPart(text="hello"), ImagePart(data=B64, mime_type="image/png"),
         AudioPart(data=B64, mime_type="audio/wav"),
-        ResourcePart(uri="file:///a.txt", mime_type="text/plain", text="A"), ResourcePart(uri="file:///b.bin", blob=B64),
+        ResourcePart(uri="file:///a.txt", mime_type="text/plain", text="A"),
+        ResourcePart(uri="file:///b.bin", blob=B64),
         LinkPart(uri="file:///c", name="c")], structured={"n": 1})
 
 
