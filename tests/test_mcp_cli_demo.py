@@ -84,6 +84,8 @@ def test_chat_mixes_tools_and_an_http_mcp_server_with_a_header(tmp_path):
     (("--mcp", DEMO_SERVER, "--mcp-header", "novalue"), 2, "NAME:VALUE"),
     (("--mcp", DEMO_SERVER, "--mcp", DEMO_SERVER), 2, "two tools are named"),
     (("--mcp", "/no/such/mcp-server --flag"), 1, "cannot connect to the MCP server /no/such/mcp-server --flag"),
+    (("--mcp", "python 'unbalanced"), 2, "cannot split the MCP server command"),
+    (("--mcp", ""), 2, "not an empty string"),
 ])
 def test_chat_mcp_misuse_is_one_line_and_an_exit_code(args, code, message):
     """Missing tools, bad --mcp options, colliding names: exit 2; a server that cannot start: exit 1."""
@@ -115,3 +117,10 @@ def test_async_loop_with_async_handlers_of_the_demo_server(provider):
         result, notes = asyncio.run(main(base_url))
     assert result.answer == "Noted. Your notes: Drank two glasses of water."
     assert notes.structured == {"notes": ["Drank two glasses of water"]}
+
+
+def test_demo_mcp_scenario_is_refused_on_workers():
+    """toolwire demo --scenario mcp_notes --workers N: a usage error (its server is a process of the run)."""
+    proc = subprocess.run([sys.executable, "-m", "toolwire", "demo", "--scenario", "mcp_notes", "--workers", "2"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 2 and "does not run with --workers" in proc.stderr
