@@ -391,3 +391,12 @@ def test_the_public_surface_of_toolwire_mcp_is_pinned():
                                "MCPConnectionError", "MCPProtocolError"}
     for name in ("MCPServerError", "MCPConnectionError", "MCPProtocolError"):
         assert issubclass(getattr(tm, name), toolwire.ToolwireError)
+
+
+@pytest.mark.parametrize("mode", ["run", "arun"])
+def test_parallel_reads_of_one_turn_each_get_their_own_answer(server, mode):
+    """Eight reads of one turn run at once over one session: each call gets the answer to its own request."""
+    tools = server.tools() if mode == "run" else asyncio.run(server.atools())
+    calls = [("echo", {"text": f"answer {i}"}) for i in range(8)]
+    results = dispatch(Registry(tools), calls, mode=mode)
+    assert [result_text(r) for r in results] == [f"answer {i}" for i in range(8)]
