@@ -109,9 +109,12 @@ def checked(content: Content) -> Content:
     return clean
 
 
+_QUOTED = re.compile(r"'[^']*'")
+
+
 def _where(exc: msgspec.ValidationError) -> str:
-    """A validation error's message without the value it quotes (msgspec names types and paths only)."""
-    return str(exc)[:200]
+    """A validation error's message (types and the JSON path) without any value it quotes (an unknown tag)."""
+    return _QUOTED.sub("'…'", str(exc))[:200]
 
 
 # ---- sizes and words --------------------------------------------------------------------------------------------
