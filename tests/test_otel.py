@@ -227,3 +227,19 @@ def test_import_and_dispatch_in_a_fresh_process(prelude, env, enabled, imported)
     assert out.returncode == 0, out.stderr
     assert f"enabled {enabled}" in out.stdout
     assert f"imported {imported}" in out.stdout
+
+
+def refusing(city: str) -> dict:
+    """Answers with an error the model reads."""
+    raise toolwire.ToolError("no such city")
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_error_type_of_a_tool_error(mode):
+    """A handler raising ToolError: the span's error.type is tool_error (one attempt, never retried)."""
+    turn = toolwire.parse("gemini", body("gemini", [("call_1", "lookup", {"city": "Oslo"})]))
+    [result] = run(Dispatcher(registry(refusing), read_retries=2, backoff=0), turn, mode)
+    assert result.kind.value == "tool_error"
+    (span,) = tool_spans()
+    assert span.attributes["error.type"] == "tool_error"
+    assert span.status.status_code is StatusCode.ERROR

@@ -206,7 +206,8 @@ def capped(content: Content, limit: int) -> tuple[Content, int | None]:
     """``content`` within ``limit`` bytes, and its size when it had to be cut (None when it fitted)."""
     dup = structured_text_part(content)
     s_cost = len(_json(content.structured)) if content.structured is not None else 0
-    costs = [0 if i == dup else _cost(p) for i, p in enumerate(content.parts)]
+    # the text twin of ``structured`` is sent instead of its JSON where a wire takes text: it costs what it adds
+    costs = [max(0, _cost(p) - s_cost) if i == dup else _cost(p) for i, p in enumerate(content.parts)]
     size = s_cost + sum(costs)
     if size <= limit:
         return content, None
@@ -226,10 +227,12 @@ def capped(content: Content, limit: int) -> tuple[Content, int | None]:
     left: Counter[str] = Counter()
     cut = 0
     for i, (part, cost) in enumerate(zip(parts, costs)):
-        if i == dup or cost <= room:
+        if cost <= room:
             kept.append(part)
             room -= cost
             continue
+        if i == dup:
+            continue  # the twin does not fit: ``structured`` says the same, and is sent as text in its place
         if isinstance(part, TextPart) and room > len(SEPARATOR):
             kept.append(TextPart(text=_cut(part.text, room - len(SEPARATOR))))
             room, cut = 0, cut + 1
