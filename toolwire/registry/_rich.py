@@ -60,6 +60,8 @@ def as_content(value: Any) -> Content | None:
 def _base64(data: str, where: str, *, empty: bool = False) -> None:
     if not data and not empty:
         raise Unusable(f"{where} is empty")
+    if isinstance(data, str) and data[:5].lower() == "data:":
+        raise Unusable(f"{where} is a data URL: give the base64 after the comma, and the type as mime_type")
     try:
         binascii.a2b_base64(data, strict_mode=True)
     except (ValueError, TypeError):

@@ -114,7 +114,8 @@ def _filename(uri: str) -> str:
 def _native(part: Part) -> dict[str, Any] | None:
     found = media(part, OPENAI_IMAGES)
     if found is not None:
-        return {"type": "input_image", "image_url": _data_url(*found)}
+        # ``detail`` is optional in a function_call_output, required in a custom_tool_call_output: always sent
+        return {"type": "input_image", "image_url": _data_url(*found), "detail": "auto"}
     found = media(part, frozenset({PDF})) if isinstance(part, ResourcePart) else None
     if found is not None and isinstance(part, ResourcePart):
         return {"type": "input_file", "filename": _filename(part.uri), "file_data": _data_url(*found)}
