@@ -6,6 +6,8 @@ a ToolError reaches the model as an error and the model still answers."""
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 from typing import Any
 
 import pytest
@@ -97,3 +99,20 @@ def test_a_tool_error_reaches_the_model_as_an_error(sim, provider, mode):
     follow_up = [r for r in sim.requests if r.dialect == provider][1]
     sent = answers_sent(provider, follow_up.body)
     assert "the store has no such value" in str(sent)
+
+
+@pytest.mark.parametrize("provider", [p for p in PROVIDERS if p != "openai-chat"])
+def test_the_simulator_refuses_media_the_provider_would_refuse(sim, provider):
+    """The recorded follow-up request, with the image's base64 broken, is refused by the simulator (400, naming
+    the data), as the provider refuses it: the loop tests above would catch an encoder sending bad media."""
+    import httpx
+
+    registry = Registry([Tool.from_function(lookup_demo_value, effect="read")])
+    run_loop(sim, provider, "sync", registry, "How tall am I?")
+    follow_up = [r for r in sim.requests if r.dialect == provider][1]
+    broken = json.loads(json.dumps(follow_up.body).replace(PNG, "not*base64"))
+    headers = {"Authorization": "Bearer sim-key", "x-api-key": "sim-key", "x-goog-api-key": "sim-key",
+               "anthropic-version": "2023-06-01"}
+    response = httpx.post(sim.base_url.rstrip("/") + follow_up.path, json=broken, headers=headers, timeout=10)
+    assert response.status_code == 400, response.text
+    assert re.search(r"base64|data URL", response.text, re.I), response.text
