@@ -1,7 +1,8 @@
 """Rich results used the odd ways people use them: a data URL for base64, raw bytes, MIME types in capitals, a
 ``ToolError`` subclass that never called ``super().__init__``, an async handler raising under a timeout, a custom
 tool and a computer call answered with an image, a text twin of ``structured`` longer than its JSON, thousands of
-parts, and a rich write completed in one process and replayed in another."""
+parts, a hand-built ``ToolResult`` whose parts cannot be sent, and a rich write completed in one process and
+replayed in another."""
 
 from __future__ import annotations
 
@@ -156,6 +157,22 @@ def test_thousands_of_parts_are_capped_to_one_marker():
     assert sum(isinstance(p, TextPart) for p in r.parts) == 1 and "link" in r.parts[-1].text
     [item] = toolwire.encode_results(turn, [r])
     assert len(item["output"].encode()) <= 1 << 20
+
+
+@pytest.mark.parametrize("parts", [[ImagePart(data="not base64", mime_type="image/png")],
+                                   [{"type": "image", "data": PNG}], [TextPart(text=7)]],  # type: ignore[list-item]
+                         ids=["bad_base64", "a_dict", "text_not_a_string"])
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_hand_built_result_with_parts_that_cannot_be_sent_is_a_usage_error(provider, parts):
+    """encode_results and history_messages check a ToolResult's parts like the dispatcher does: a UsageError,
+    never a malformed request or an AttributeError."""
+    turn = turn_of(provider, ("show", {"n": 1}))
+    [call] = turn.calls
+    result = toolwire.ToolResult(call_id=call.call_id, local_id=call.local_id, name=call.name, content="x",
+                                 is_error=False, kind=K.OK, parts=parts)
+    for encode in (toolwire.encode_results, toolwire.history_messages):
+        with pytest.raises(toolwire.UsageError, match="parts that cannot be sent"):
+            encode(turn, [result])
 
 
 def test_a_structured_struct_is_sent_as_its_object():
