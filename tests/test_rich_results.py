@@ -204,7 +204,8 @@ def test_tool_error_of_a_read_is_answered_once_and_never_retried(provider, mode,
     assert calls.runs == {"fail": 1}
     assert result.kind is K.TOOL_ERROR and result.is_error and result.content == content and result.parts == parts
     events = [e["event"] for e in logs]
-    assert "dispatch.tool_error" in events and "dispatch.retry" not in events and "dispatch.handler_failed" not in events
+    assert "dispatch.tool_error" in events
+    assert "dispatch.retry" not in events and "dispatch.handler_failed" not in events
     encoded = encoded_and_checked(provider, turn, [result])
     if provider == "anthropic":
         assert encoded[0]["content"][0]["is_error"] is True

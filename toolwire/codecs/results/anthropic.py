@@ -5,10 +5,11 @@ Results: ONE user message whose content is every ``tool_result`` block of the tu
 (``tool_use_id``, ``content`` text, ``is_error: true`` for errors). A rich result (``ToolResult.parts``) with an
 image (JPEG, PNG, GIF, WebP; an embedded resource of those types too) or a PDF resource has a list of blocks for
 ``content``: ``text``, ``image`` (base64 source) and ``document`` (base64 PDF source), in the parts' order; other
-parts are described in words (``_parts``), and a result of text only stays one string. Replay: the assistant content as received
-(thinking and redacted_thinking blocks with their signatures, text, server tool blocks, in order), each
-``tool_use`` with an object ``input``: input that did not parse is replayed as ``{"_invalid_arguments": "<raw
-text>"}`` (failure mode 21).
+parts are described in words (``_parts``), and a result of text only stays one string.
+
+Replay: the assistant content as received (thinking and redacted_thinking blocks with their signatures, text,
+server tool blocks, in order), each ``tool_use`` with an object ``input``: input that did not parse is replayed as
+``{"_invalid_arguments": "<raw text>"}`` (failure mode 21).
 
 Repair: the user message after an assistant message with ``tool_use`` blocks starts with one ``tool_result``
 per tool_use, in call order (missing ones inserted as errors; results found in later or split messages moved

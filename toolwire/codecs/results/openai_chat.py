@@ -2,10 +2,12 @@
 
 Results: one ``{"role": "tool", "tool_call_id": id, "content": str}`` per call, in call order, right after the
 assistant message. A tool message takes text only: a rich result (``ToolResult.parts``) is sent as its text, every
-image, audio clip and binary resource described in words (``_parts``). Replay: the assistant message as the codec built it (``extra_content`` thought signatures,
-DeepSeek ``reasoning_content`` kept), with each function call's ``arguments`` a JSON object string (failure mode
-21: text that is not one becomes ``{"_invalid_arguments": "<text>"}``) and an id on every call (a call a server
-sent without one gets the synthetic id its result uses).
+image, audio clip and binary resource described in words (``_parts``).
+
+Replay: the assistant message as the codec built it (``extra_content`` thought signatures, DeepSeek
+``reasoning_content`` kept), with each function call's ``arguments`` a JSON object string (failure mode 21: text
+that is not one becomes ``{"_invalid_arguments": "<text>"}``) and an id on every call (a call a server sent
+without one gets the synthetic id its result uses).
 """
 
 from __future__ import annotations
