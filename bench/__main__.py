@@ -1,7 +1,8 @@
 """``python -m bench [--quick]``: toolwire against a msgspec floor and the official SDKs, as ratios.
 
 Prints one table (dialect, workload, floor ms, toolwire ms, ratio, best peer, peer ms, peer ratio), then the
-linearity ratios per dialect, the memory figures, the dispatch cost, and last ``bench: worst ratio to floor R
+linearity ratios per dialect, the memory figures, the dispatch cost (also with OpenTelemetry tracing off, no-op
+and recording), and last ``bench: worst ratio to floor R
 (dialect/workload)``. Writes every sample to ``bench/results.json``. See bench/README.md.
 """
 
@@ -21,7 +22,7 @@ from typing import Any, Callable
 
 import toolwire
 
-from . import dispatch, memory
+from . import dispatch, memory, otel_cost
 from . import input_shapes
 from . import repair as repair_bench
 from .floor import FLOORS
@@ -370,6 +371,22 @@ class Bench:
         flag = "" if med <= DISPATCH_TARGET_US else f"  * over the {DISPATCH_TARGET_US:g} us target"
         print(f"dispatch: {med:.1f} us per call median (Dispatcher(registry).run on a turn of {dispatch.N_CALLS} "
               f"trivial read calls{extra}){flag}")
+        self.otel_step()
+
+    def otel_step(self) -> None:
+        if not otel_cost.available():
+            print("otel: not measured (opentelemetry-sdk is not installed)")
+            self.dispatch["otel"] = {"measured": False}
+            return
+        try:
+            m = otel_cost.measure(self.cfg.dispatch_repeats)
+        except Exception as exc:  # report, do not fail the bench
+            print(f"otel: not measured ({type(exc).__name__}: {str(exc)[:120]})")
+            self.dispatch["otel"] = {"measured": False, "error": f"{type(exc).__name__}: {exc}"}
+            self.problems.append(f"otel: {type(exc).__name__}: {str(exc)[:120]}")
+            return
+        self.dispatch["otel"] = {"measured": True, **m}
+        print(otel_cost.line(m))
 
     # ---- summary --------------------------------------------------------------------------------------------
     def worst(self) -> str:

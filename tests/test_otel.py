@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
+import threading
 import sys
 from pathlib import Path
 
@@ -24,22 +25,10 @@ from toolwire import _log, otel  # noqa: E402
 from toolwire.registry import Dispatcher, Registry, Tool  # noqa: E402
 
 from .bodies import PROVIDERS, body  # noqa: E402
+from .otel_support import EXPORTER  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-EXPORTER = InMemorySpanExporter()
 _tracer = trace.get_tracer("toolwire.tests")
-
-
-def _global_provider() -> TracerProvider:
-    provider = trace.get_tracer_provider()
-    if not isinstance(provider, TracerProvider):
-        trace.set_tracer_provider(TracerProvider())
-        provider = trace.get_tracer_provider()
-    assert isinstance(provider, TracerProvider)
-    return provider
-
-
-_global_provider().add_span_processor(SimpleSpanProcessor(EXPORTER))
 
 
 @pytest.fixture(autouse=True)
@@ -87,6 +76,7 @@ def run(dispatcher, turn, mode):
 @pytest.mark.parametrize("mode", ["sync", "async"])
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_one_span_per_call_for_every_dialect(provider, mode):
+    """Every dialect, sync and async: one execute_tool span per call, its attributes and transition events."""
     turn = toolwire.parse(provider, body(provider, [("call_1", "lookup", {"city": "Oslo"}),
                                                     ("call_2", "lookup", {"city": "Rome"})]))
     results = run(Dispatcher(registry()), turn, mode)
@@ -111,6 +101,7 @@ def test_one_span_per_call_for_every_dialect(provider, mode):
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_arguments_and_result_only_when_opted_in(mode):
+    """gen_ai.tool.call.arguments and .result appear only with configure_logging(log_arguments=True)."""
     turn = lambda: toolwire.parse("openai-chat", body("openai-chat", [("call_1", "lookup", {"city": "Oslo"})]))  # noqa: E731
     run(Dispatcher(registry()), turn(), mode)
     (span,) = tool_spans()
@@ -129,6 +120,7 @@ def test_arguments_and_result_only_when_opted_in(mode):
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_error_type_on_failure(mode):
+    """A failed handler and an unknown tool: error.type is the result kind, with an error status."""
     turn = toolwire.parse("anthropic", body("anthropic", [("toolu_1", "lookup", {"city": "Oslo"}),
                                                           ("toolu_2", "nope", {})]))
     results = run(Dispatcher(registry(broken), read_retries=0), turn, mode)
@@ -147,6 +139,7 @@ def test_error_type_on_failure(mode):
 @pytest.mark.parametrize("mode", ["sync", "async"])
 @pytest.mark.parametrize("timeout", [None, 5.0])
 def test_handler_span_is_a_child(fn, mode, timeout):
+    """The handler's own span is a child of its execute_tool span, on the caller's thread or on a worker."""
     turn = toolwire.parse("openai-chat", body("openai-chat", [("call_1", "lookup", {"city": "Oslo"})]))
     with _tracer.start_as_current_span("app") as app:
         run(Dispatcher(registry(fn, timeout=timeout)), turn, mode)
@@ -159,6 +152,7 @@ def test_handler_span_is_a_child(fn, mode, timeout):
 
 
 def test_concurrent_reads_each_get_their_span():
+    """Reads run concurrently: each handler's span is the child of its own call's span."""
     turn = toolwire.parse("openai-chat", body("openai-chat", [("a", "lookup", {"city": "Oslo"}),
                                                               ("b", "lookup", {"city": "Rome"})]))
     Dispatcher(registry(timeout=5.0), concurrent_reads=True).run(turn, conversation_id="c")
@@ -169,6 +163,7 @@ def test_concurrent_reads_each_get_their_span():
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_off_switch(mode, monkeypatch):
+    """configure_tracing(enabled=False) and TOOLWIRE_OTEL=0 turn the spans off; None defers to the environment."""
     turn = lambda: toolwire.parse("openai-chat", body("openai-chat", [("call_1", "lookup", {"city": "Oslo"})]))  # noqa: E731
     otel.configure_tracing(enabled=False)
     assert not otel.enabled()
@@ -187,6 +182,7 @@ def test_off_switch(mode, monkeypatch):
 
 
 def test_explicit_tracer_provider():
+    """configure_tracing(tracer_provider=...) sends the spans there instead of the global provider."""
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
@@ -220,6 +216,7 @@ print("imported", sys.modules.get("opentelemetry") is not None)
     ("", {}, True, True),
 ])
 def test_import_and_dispatch_in_a_fresh_process(prelude, env, enabled, imported):
+    """Without OpenTelemetry, or switched off, nothing of it is imported; with it, it is imported at dispatch."""
     import os
     script = SCRIPT.format(prelude=prelude, body=body("anthropic", [("toolu_1", "lookup", {"city": "Oslo"})]))
     out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120,
@@ -229,17 +226,118 @@ def test_import_and_dispatch_in_a_fresh_process(prelude, env, enabled, imported)
     assert f"imported {imported}" in out.stdout
 
 
+# ---- every way a call ends, sync and async ----------------------------------------------------------------------
+SECRET = "Oslo-5f1c9a"  # an argument value: it must never reach a span unless the application opted in
+RELEASE = threading.Event()  # lets the handler of a timed-out call end, once the test is done
+
+
+def slow(city: str) -> dict:
+    """Answers only after the test is over."""
+    RELEASE.wait(30)
+    return {"city": city}
+
+
 def refusing(city: str) -> dict:
     """Answers with an error the model reads."""
     raise toolwire.ToolError("no such city")
 
 
+def deny_all(call, context):
+    return toolwire.Decision.deny("not today")
+
+
+#: outcome → (tool the registry declares as ``lookup``, its timeout, the policy, the call's name and arguments,
+#: the result kind, whether the handler ran)
+OUTCOMES = {
+    "ok": (lookup, None, None, "lookup", {"city": SECRET}, "ok", True),
+    "invalid_arguments": (lookup, None, None, "lookup", {"town": SECRET}, "invalid_arguments", False),
+    "unknown_tool": (lookup, None, None, "nope", {"city": SECRET}, "unknown_tool", False),
+    "denied": (lookup, None, deny_all, "lookup", {"city": SECRET}, "denied", False),
+    "handler_failed": (broken, None, None, "lookup", {"city": SECRET}, "handler_failed", True),
+    "handler_timeout": (slow, 0.2, None, "lookup", {"city": SECRET}, "handler_timeout", True),
+    "tool_error": (refusing, None, None, "lookup", {"city": SECRET}, "tool_error", True),
+}
+
+
+@pytest.fixture
+def release_handlers():
+    RELEASE.clear()
+    yield
+    RELEASE.set()  # the timed-out handler's thread ends now, whatever the test did
+
+
+def _everything(span) -> str:
+    return json.dumps([dict(span.attributes), [(e.name, dict(e.attributes)) for e in span.events]], default=str)
+
+
+@pytest.mark.usefixtures("release_handlers")
+@pytest.mark.parametrize("opted_in", [False, True])
 @pytest.mark.parametrize("mode", ["sync", "async"])
-def test_error_type_of_a_tool_error(mode):
-    """A handler raising ToolError: the span's error.type is tool_error (one attempt, never retried)."""
-    turn = toolwire.parse("gemini", body("gemini", [("call_1", "lookup", {"city": "Oslo"})]))
-    [result] = run(Dispatcher(registry(refusing), read_retries=2, backoff=0), turn, mode)
-    assert result.kind.value == "tool_error"
+@pytest.mark.parametrize("outcome", list(OUTCOMES))
+def test_every_outcome_has_its_span_under_the_callers(outcome, mode, opted_in):
+    """Ok, invalid arguments, unknown tool, denied, handler failure and timeout, tool error, sync and async: one
+    execute_tool span (INTERNAL) under the caller's span, error.type the result kind, arguments only when opted
+    in."""
+    fn, timeout, policy, name, args, kind, ran = OUTCOMES[outcome]
+    turn = toolwire.parse("anthropic", body("anthropic", [("toolu_1", name, args)]))
+    dispatcher = Dispatcher(registry(fn, timeout=timeout), policy=policy, read_retries=0)
+    if opted_in:
+        toolwire.logs.configure_logging(log_arguments=True)
+    try:
+        with _tracer.start_as_current_span("app") as app:
+            (result,) = run(dispatcher, turn, mode)
+    finally:
+        toolwire.logs.configure_logging()
+    assert result.kind.value == kind
     (span,) = tool_spans()
-    assert span.attributes["error.type"] == "tool_error"
-    assert span.status.status_code is StatusCode.ERROR
+    assert span.name == f"execute_tool {name}"
+    assert span.kind is SpanKind.INTERNAL
+    assert span.parent is not None and span.parent.span_id == app.get_span_context().span_id
+    assert span.context.trace_id == app.get_span_context().trace_id
+    assert span.attributes["gen_ai.operation.name"] == "execute_tool"
+    assert span.attributes["gen_ai.tool.name"] == name
+    assert span.attributes["gen_ai.tool.call.id"] == "toolu_1"
+    if kind == "ok":
+        assert "error.type" not in span.attributes
+        assert span.status.status_code is StatusCode.UNSET
+    else:
+        assert span.attributes["error.type"] == kind
+        assert span.status.status_code is StatusCode.ERROR
+    triggers = [e.attributes["trigger"] for e in span.events]
+    assert triggers[-2:] == (["dispatch", "answer"] if ran else ["reject", "answer"])
+    if opted_in:
+        assert json.loads(span.attributes["gen_ai.tool.call.arguments"]) == args
+        assert "gen_ai.tool.call.result" in span.attributes
+    else:
+        assert SECRET not in _everything(span)
+        assert "gen_ai.tool.call.arguments" not in span.attributes
+        assert "gen_ai.tool.call.result" not in span.attributes
+
+
+def test_a_dispatch_cancelled_under_way_ends_its_spans_with_the_cancellation():
+    """arun cancelled while an async handler runs: the dispatch raises CancelledError and every call's span still
+    ends, error.type the exception's class, with an error status."""
+    started = asyncio.Event()
+
+    async def hang(city: str) -> dict:
+        """Never answers."""
+        started.set()
+        await asyncio.sleep(30)
+        return {"city": city}
+
+    turn = toolwire.parse("openai-chat", body("openai-chat", [("call_1", "lookup", {"city": "Oslo"}),
+                                                              ("call_2", "lookup", {"city": "Rome"})]))
+
+    async def main() -> None:
+        task = asyncio.ensure_future(Dispatcher(registry(hang)).arun(turn, conversation_id="c"))
+        await started.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    found = tool_spans()
+    assert len(found) == 2
+    for span in found:
+        assert span.attributes["error.type"] == "CancelledError"
+        assert span.status.status_code is StatusCode.ERROR

@@ -30,6 +30,7 @@ PINNED_ALL = [
     "Problem",
     "ProblemCode",
     "StreamError",
+    "TokenUsage",
     # events
     "Event",
     "CallAnnounced",

@@ -102,6 +102,7 @@ from .types import (
     StreamError,
     StreamFailed,
     TextReceived,
+    TokenUsage,
     ToolCall,
     Transition,
     Turn,
@@ -127,6 +128,7 @@ __all__ = [
     "Problem",
     "ProblemCode",
     "StreamError",
+    "TokenUsage",
     # events
     "Event",
     "CallAnnounced",

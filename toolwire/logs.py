@@ -141,6 +141,10 @@ CATALOGUE: dict[str, EventSpec] = {
         "a 2xx response body could not be parsed (a message over the size cap, bytes after the JSON body, "
         "nesting too deep, an encoding that does not decode): `error` is the parser's reason, `body` the start "
         "of the body, keys redacted"),
+    "otel.failed": _spec(
+        "warning", "stage error",
+        "the application's tracer provider or span processor raised (stage: get_tracer, start, event, finish, "
+        "end): the span is dropped or left as it is, the dispatch or the conversation goes on"),
     "loop.start": _spec(
         "info", "conversation_id provider steps",
         "a conversation turn starts (the user's prompt was added to the history)"),

@@ -14,9 +14,12 @@ The call's path through the state machine is recorded as ``toolwire.transition``
 ``trigger``, and ``position`` when a provider payload caused it), one per transition. The handler runs with the
 span current, so the spans it starts are its children.
 
-Off switch: the environment variable ``TOOLWIRE_OTEL=0`` (read at the first dispatch), or
+The harness loop adds an ``invoke_agent`` span per prompt and an inference span per model request
+(``toolwire.harness.tracing``); the same switch governs them.
+
+Off switch: the environment variable ``TOOLWIRE_OTEL=0`` (read at the first span), or
 ``toolwire.otel.configure_tracing(enabled=False)`` at any time. Nothing of OpenTelemetry is imported at
-``import toolwire``; it is imported at the first dispatch, and when it is not installed nothing happens.
+``import toolwire``; it is imported at the first dispatch or prompt, and when it is not installed nothing happens.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from typing import Any
 import msgspec
 
 from . import _log
+from .errors import UsageError
 
 __all__ = ["configure_tracing", "enabled"]
 
@@ -40,16 +44,28 @@ _forced: bool | None = None  # configure_tracing's choice, else the environment 
 
 
 def configure_tracing(enabled: bool | None = True, *, tracer_provider: Any = None) -> None:
-    """Turn the spans of dispatched calls on (``True``, the default when OpenTelemetry is installed) or off
-    (``False``); ``None`` goes back to the environment (``TOOLWIRE_OTEL=0`` turns them off).
-    ``tracer_provider``: take the tracer from this provider instead of the global one."""
+    """Turn the spans on (``True``, the default when OpenTelemetry is installed) or off (``False``); ``None`` goes
+    back to the environment (``TOOLWIRE_OTEL=0`` turns them off). ``tracer_provider``: take the tracer from this
+    provider (anything with OpenTelemetry's ``get_tracer``) instead of the global one. Anything else is a
+    ``UsageError``."""
     global _tracer, _forced, _provider
+    if enabled is not None and not isinstance(enabled, bool):
+        raise UsageError(f"configure_tracing: enabled must be True, False or None, got {enabled!r}")
+    if tracer_provider is not None and not callable(getattr(tracer_provider, "get_tracer", None)):
+        raise UsageError("configure_tracing: tracer_provider must be an OpenTelemetry TracerProvider (with "
+                         f"get_tracer), got {type(tracer_provider).__name__}")
     _forced = enabled
     _provider = tracer_provider
     _tracer = _UNRESOLVED
 
 
 _provider: Any = None
+
+
+def failed(stage: str, exc: BaseException) -> None:
+    """The application's tracer provider or span processor raised at ``stage``: the span is dropped (or left
+    as it is) and the dispatch or the conversation goes on; logged as ``otel.failed``."""
+    _log.emit(_log.WARNING, "otel.failed", stage=stage, error=f"{type(exc).__name__}: {str(exc)[:200]}")
 
 
 def _resolve() -> Any:
@@ -64,15 +80,25 @@ def _resolve() -> Any:
             tracer = None
         else:
             from . import __version__
-            provider = _provider if _provider is not None else trace.get_tracer_provider()
-            tracer = provider.get_tracer("toolwire", __version__)
+            try:
+                provider = _provider if _provider is not None else trace.get_tracer_provider()
+                tracer = provider.get_tracer("toolwire", __version__)
+            except Exception as exc:  # noqa: BLE001 - a tracer provider never breaks a dispatch
+                failed("get_tracer", exc)
+                tracer = None
     _tracer = tracer
     return tracer
 
 
 def enabled() -> bool:
-    """Whether dispatched calls get spans (OpenTelemetry importable and tracing not switched off)."""
-    return (_resolve() if _tracer is _UNRESOLVED else _tracer) is not None
+    """Whether dispatched calls and the loop's requests get spans (OpenTelemetry importable and tracing not
+    switched off)."""
+    return tracer() is not None
+
+
+def tracer() -> Any:
+    """The tracer in use, or None when tracing is off or OpenTelemetry is not installed."""
+    return _resolve() if _tracer is _UNRESOLVED else _tracer
 
 
 def start(plans: Iterable[Any]) -> None:
@@ -88,8 +114,12 @@ def start(plans: Iterable[Any]) -> None:
                                       "gen_ai.tool.type": "function"}
         if p.call.call_id:
             attributes["gen_ai.tool.call.id"] = p.call.call_id
-        p.span = tracer.start_span(f"execute_tool {name}".rstrip(), kind=SpanKind.INTERNAL, attributes=attributes,
-                                   start_time=now_ns - int((now - p.started) * 1e9))
+        try:
+            p.span = tracer.start_span(f"execute_tool {name}".rstrip(), kind=SpanKind.INTERNAL,
+                                       attributes=attributes, start_time=now_ns - int((now - p.started) * 1e9))
+        except Exception as exc:  # noqa: BLE001 - a span processor of the application's raised: no span
+            failed("start", exc)
+            p.span = None
 
 
 def _text(value: Any) -> str:
@@ -102,7 +132,7 @@ def _text(value: Any) -> str:
 
 
 def finish(p: Any, result: Any) -> None:
-    """End ``p``'s span with its result and the call's transitions."""
+    """End ``p``'s span with its result and the call's transitions (never raises: the call was answered)."""
     span, p.span = p.span, None
     if span is None:
         return
@@ -122,8 +152,17 @@ def finish(p: Any, result: Any) -> None:
                 from opentelemetry.trace import Status, StatusCode
                 span.set_attribute("error.type", result.kind.value)
                 span.set_status(Status(StatusCode.ERROR))
-    finally:
+    except Exception as exc:  # noqa: BLE001
+        failed("finish", exc)
+    end(span)
+
+
+def end(span: Any) -> None:
+    """``span.end()``; what a span processor raises there is logged, not raised."""
+    try:
         span.end()
+    except Exception as exc:  # noqa: BLE001
+        failed("end", exc)
 
 
 def abort(plans: Iterable[Any], exc: BaseException) -> None:
@@ -132,10 +171,13 @@ def abort(plans: Iterable[Any], exc: BaseException) -> None:
         span, p.span = getattr(p, "span", None), None
         if span is None:
             continue
-        from opentelemetry.trace import Status, StatusCode
-        span.set_attribute("error.type", type(exc).__qualname__)
-        span.set_status(Status(StatusCode.ERROR))
-        span.end()
+        try:
+            from opentelemetry.trace import Status, StatusCode
+            span.set_attribute("error.type", type(exc).__qualname__)
+            span.set_status(Status(StatusCode.ERROR))
+        except Exception as error:  # noqa: BLE001 - the dispatch's own exception is the one to raise
+            failed("finish", error)
+        end(span)
 
 
 def bind(span: Any, invoke: Callable[[], Any]) -> Callable[[], Any]:

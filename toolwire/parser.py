@@ -177,7 +177,7 @@ class StreamParser:
             except Exception as exc:  # noqa: BLE001 - e.g. a text block that started with a number
                 codec.payload_failed(exc, b"")
                 message, messages = None, {}
-            self._turn = asm.build_turn(message)
+            self._turn = asm.build_turn(message, token_usage=codec.token_usage())
             if self._turn.choices:
                 for choice in self._turn.choices:
                     choice.assistant_message = messages.get(choice.index)
@@ -201,7 +201,7 @@ class StreamParser:
         """The Turn: final after ``close()``; before it, a snapshot of what has arrived so far."""
         if self._turn is not None:
             return self._turn
-        return self._codec.asm.build_turn(None, ended=False)
+        return self._codec.asm.build_turn(None, ended=False, token_usage=self._codec.token_usage())
 
 
 def parse(provider: str, data: bytes | str | Iterable[bytes], *, format: str = "auto",

@@ -19,6 +19,7 @@ __all__ = [
     "ProblemCode",
     "Problem",
     "StreamError",
+    "TokenUsage",
     "Transition",
     "ToolCall",
     "ServerCall",
@@ -127,6 +128,21 @@ class StreamError(msgspec.Struct, frozen=True):
     raw: Any = None
 
 
+class TokenUsage(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """The tokens a response used, as its provider reported them, in one meaning for every dialect (the
+    OpenTelemetry GenAI conventions'): ``input_tokens`` counts every input token, cached ones included;
+    ``output_tokens`` every generated token, reasoning (thinking) included; ``cache_read_input_tokens`` and
+    ``cache_creation_input_tokens`` are the parts of the input read from or written to the provider's cache;
+    ``reasoning_output_tokens`` the part of the output spent on reasoning. A count the provider did not report is
+    None. ``Turn.usage`` keeps the provider's own object."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_input_tokens: int | None = None
+    cache_creation_input_tokens: int | None = None
+    reasoning_output_tokens: int | None = None
+
+
 class Transition(msgspec.Struct, frozen=True, gc=False):
     """One step of a call's path through the state machine: ``position`` is the number (1-based) of the
     provider payload that caused it, or None outside a stream."""
@@ -202,7 +218,10 @@ class Turn(msgspec.Struct, kw_only=True, weakref=True):
     blocks and signatures included): one ``Message``, or for Responses the list of output items; None in
     streaming mode (``keep_calls=False``). ``history_messages`` turns it into the list of messages to append
     for every dialect. ``finished_cleanly`` is True only when the turn ended with a clean finish
-    reason and no error; a turn that did not finish cleanly is never dispatched by default.
+    reason and no error; a turn that did not finish cleanly is never dispatched by default. ``usage`` is the
+    provider's usage object as it arrived (the last one, or for Anthropic the ``message_start`` usage updated by
+    ``message_delta``'s); ``token_usage`` is the same as a ``TokenUsage``, or None when the provider reported
+    none.
     """
 
     provider: str
@@ -215,6 +234,7 @@ class Turn(msgspec.Struct, kw_only=True, weakref=True):
     response_id: str | None = None
     model: str | None = None
     usage: Any = None
+    token_usage: TokenUsage | None = None
     choices: list[Choice] = msgspec.field(default_factory=list)
     assistant_message: AssistantMessage | None = None
     #: False for a snapshot (``StreamParser.turn`` before ``close()``): such a turn never counts as finished

@@ -34,6 +34,7 @@ from toolwire import (
     StreamFailed,
     StreamParser,
     TextReceived,
+    TokenUsage,
     Tool,
     ToolCall,
     ToolResult,
@@ -233,6 +234,17 @@ def rich() -> list[dict[str, Any]]:
 # ---- conversations against the simulated provider ----------------------------------------------------------------
 
 
+def spent(result: LoopResult) -> tuple[int, int]:
+    """Input and output tokens of a conversation's responses, where the provider reported them."""
+    inputs = outputs = 0
+    for step in result.steps:
+        usage: TokenUsage | None = step.turn.token_usage
+        if usage is not None:
+            inputs += usage.input_tokens or 0
+            outputs += usage.output_tokens or 0
+    return inputs, outputs
+
+
 def converse(registry: Registry) -> None:
     sim = SimProvider(seed=1)
     with sim.serve() as base_url:
@@ -243,6 +255,7 @@ def converse(registry: Registry) -> None:
         for outcome in result.calls:
             print(f"  {outcome.name}: {' -> '.join(outcome.states)} ({outcome.result_kind})")
         assert "170 cm" in result.answer
+        print(f"  tokens: {spent(result)}")
 
         async def save() -> LoopResult:
             async with AsyncToolLoop("anthropic", model="sim-model", registry=registry, base_url=base_url,

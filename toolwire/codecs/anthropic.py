@@ -12,13 +12,14 @@ verbatim in the assistant message for replay.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Union
 
 import msgspec
 
 from .. import _log
-from ..types import CallKind, CallState, FinishReason, ProblemCode, StreamError
-from .base import Codec
+from ..types import CallKind, CallState, FinishReason, ProblemCode, StreamError, TokenUsage
+from .base import Codec, count
 
 __all__ = ["AnthropicCodec"]
 
@@ -193,6 +194,17 @@ class _Indexes:
 class AnthropicCodec(Codec):
     provider = "anthropic"
 
+    @staticmethod
+    def read_usage(raw: Mapping[str, Any]) -> TokenUsage | None:
+        """Anthropic's ``input_tokens`` leaves the cache out: the whole input adds the cache reads and writes."""
+        uncached = count(raw, "input_tokens")
+        return TokenUsage(
+            input_tokens=None if uncached is None else count(raw, "input_tokens", "cache_read_input_tokens",
+                                                             "cache_creation_input_tokens"),
+            output_tokens=count(raw, "output_tokens"),
+            cache_read_input_tokens=count(raw, "cache_read_input_tokens"),
+            cache_creation_input_tokens=count(raw, "cache_creation_input_tokens"))
+
     def __init__(self) -> None:
         super().__init__()
         self._blocks: dict[int, _BlockState] = {}
@@ -256,7 +268,11 @@ class AnthropicCodec(Codec):
                 if ev.delta.stop_details is not None:
                     self._stop_details = ev.delta.stop_details
             if ev.usage is not None:
-                asm.usage = ev.usage
+                # the counts are cumulative; a field message_delta leaves out (or null) keeps message_start's
+                if isinstance(asm.usage, dict) and isinstance(ev.usage, dict):
+                    asm.usage = {**asm.usage, **{k: v for k, v in ev.usage.items() if v is not None}}
+                else:
+                    asm.usage = ev.usage
         elif cls is _MessageStart:
             self._message_start(ev.message, data)
         elif cls is _MessageStop:

@@ -6,6 +6,7 @@ mapping from wire events to calls on the ``Assembler``, and the provider-native 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import msgspec
@@ -13,9 +14,52 @@ import msgspec
 from .. import _log
 from ..limits import ENVELOPE_DEPTH, json_depth_exceeds
 from ..statemachine.assembler import Assembler
-from ..types import ProblemCode, StreamError
+from ..types import ProblemCode, StreamError, TokenUsage
 
-__all__ = ["Codec", "decode_error_message"]
+__all__ = ["Codec", "decode_error_message", "add", "count", "details", "usage_from"]
+
+
+#: the largest count kept: OpenTelemetry attributes are 64-bit integers
+_MAX_COUNT = (1 << 63) - 1
+
+
+def count(raw: Mapping[str, Any], *keys: str) -> int | None:
+    """The sum of the token counts at ``keys`` in ``raw`` that are there (None when none is): a value that is not a
+    non-negative integer (a bool, a string, a float, a number too large) counts as not there."""
+    total: int | None = None
+    for key in keys:
+        value = raw.get(key)
+        if type(value) is int and 0 <= value <= _MAX_COUNT:
+            total = value if total is None else min(_MAX_COUNT, total + value)
+    return total
+
+
+def add(*values: int | None) -> int | None:
+    """The sum of the counts that are not None (None when all are)."""
+    known = [v for v in values if v is not None]
+    return min(_MAX_COUNT, sum(known)) if known else None
+
+
+def details(raw: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """The object at ``key`` in ``raw`` (``prompt_tokens_details`` …), or an empty one."""
+    value = raw.get(key)
+    return value if isinstance(value, Mapping) else {}
+
+
+def usage_from(raw: Any, read: Callable[[Mapping[str, Any]], TokenUsage | None]) -> TokenUsage | None:
+    """``read(raw)`` when ``raw`` is an object and says anything, else None (never raises)."""
+    if not isinstance(raw, Mapping):
+        return None
+    try:
+        usage = read(raw)
+    except Exception:  # noqa: BLE001 - usage is a provider's report, never a reason to fail a turn
+        return None
+    if usage is None or usage == _EMPTY:
+        return None
+    return usage
+
+
+_EMPTY = TokenUsage()
 
 
 def decode_error_message(exc: Exception) -> str:
@@ -95,6 +139,16 @@ class Codec:
 
     def assistant_message(self) -> Any:
         """The provider-native assistant message that replays this turn in the history."""
+        return None
+
+    def token_usage(self) -> TokenUsage | None:
+        """The usage the provider reported (``asm.usage``) as a ``TokenUsage``, or None: ``usage_from`` reads it
+        with the dialect's ``read_usage``; whatever the provider put there, this never raises."""
+        return usage_from(self.asm.usage, self.read_usage)
+
+    @staticmethod
+    def read_usage(raw: Mapping[str, Any]) -> TokenUsage | None:
+        """The dialect's reading of its usage object (field names in the codec); None: it has none."""
         return None
 
     def choice_messages(self) -> dict[int, Any]:

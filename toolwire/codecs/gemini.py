@@ -31,6 +31,7 @@ it (replay it there, not on the call's part).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any, Union
 
@@ -38,8 +39,8 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from .. import _log
-from ..types import CallState, FinishReason, ProblemCode, StreamError
-from .base import Codec
+from ..types import CallState, FinishReason, ProblemCode, StreamError, TokenUsage
+from .base import Codec, count
 
 __all__ = ["GeminiCodec", "parse_json_path", "JSONPathError"]
 
@@ -366,6 +367,18 @@ def _args_text(raw: msgspec.Raw) -> str | None:
 
 class GeminiCodec(Codec):
     provider = "gemini"
+
+
+    @staticmethod
+    def read_usage(raw: Mapping[str, Any]) -> TokenUsage | None:
+        """``usageMetadata``: the prompt holds the cached content; tool-use prompts are input besides it, thoughts
+        output besides the candidates."""
+        prompt = count(raw, "promptTokenCount")
+        return TokenUsage(
+            input_tokens=None if prompt is None else count(raw, "promptTokenCount", "toolUsePromptTokenCount"),
+            output_tokens=count(raw, "candidatesTokenCount", "thoughtsTokenCount"),
+            cache_read_input_tokens=count(raw, "cachedContentTokenCount"),
+            reasoning_output_tokens=count(raw, "thoughtsTokenCount"))
 
     def __init__(self) -> None:
         super().__init__()

@@ -26,13 +26,14 @@ steps in order, each as received with streamed text, summaries, signatures and a
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Union
 
 import msgspec
 
 from .. import _log
-from ..types import CallState, FinishReason, ProblemCode, StreamError
-from .base import Codec
+from ..types import CallState, FinishReason, ProblemCode, StreamError, TokenUsage
+from .base import Codec, add, count
 
 __all__ = ["GeminiInteractionsCodec"]
 
@@ -219,6 +220,20 @@ def _error_from(value: Any, fallback: str = "error") -> StreamError:
 
 class GeminiInteractionsCodec(Codec):
     provider = "gemini-interactions"
+
+
+    @staticmethod
+    def read_usage(raw: Mapping[str, Any]) -> TokenUsage | None:
+        """As Gemini's: tool-use tokens are input besides ``total_input_tokens`` (which holds the cached ones),
+        thought tokens output besides ``total_output_tokens`` (``total_reasoning_tokens`` in older schemas)."""
+        prompt = count(raw, "total_input_tokens")
+        thoughts = count(raw, "total_thought_tokens")
+        if thoughts is None:
+            thoughts = count(raw, "total_reasoning_tokens")
+        return TokenUsage(
+            input_tokens=None if prompt is None else count(raw, "total_input_tokens", "total_tool_use_tokens"),
+            output_tokens=add(count(raw, "total_output_tokens"), thoughts),
+            cache_read_input_tokens=count(raw, "total_cached_tokens"), reasoning_output_tokens=thoughts)
 
     def __init__(self) -> None:
         super().__init__()

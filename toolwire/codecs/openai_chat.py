@@ -16,13 +16,14 @@ whole calls that share index 0 with different ids stay separate.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
 
 from .. import _log
-from ..types import CallKind, CallState, FinishReason, ProblemCode, StreamError
-from .base import Codec
+from ..types import CallKind, CallState, FinishReason, ProblemCode, StreamError, TokenUsage
+from .base import Codec, count, details
 
 __all__ = ["OpenAIChatCodec"]
 
@@ -202,6 +203,15 @@ def _error_from(value: Any, fallback_type: str = "api_error") -> StreamError:
 class OpenAIChatCodec(Codec):
     provider = "openai-chat"
     recover_resends = True
+
+
+    @staticmethod
+    def read_usage(raw: Mapping[str, Any]) -> TokenUsage | None:
+        """``prompt_tokens`` holds the cached ones, ``completion_tokens`` the reasoning ones."""
+        return TokenUsage(input_tokens=count(raw, "prompt_tokens"), output_tokens=count(raw, "completion_tokens"),
+                          cache_read_input_tokens=count(details(raw, "prompt_tokens_details"), "cached_tokens"),
+                          reasoning_output_tokens=count(details(raw, "completion_tokens_details"),
+                                                        "reasoning_tokens"))
 
     def __init__(self) -> None:
         super().__init__()

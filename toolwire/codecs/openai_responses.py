@@ -24,13 +24,14 @@ code interpreter, image generation, server ``tool_search_call``, ``program``, an
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Union
 
 import msgspec
 
 from .. import _log
-from ..types import CallKind, CallState, FinishReason, ProblemCode, StreamError, StreamFailed
-from .base import Codec
+from ..types import CallKind, CallState, FinishReason, ProblemCode, StreamError, StreamFailed, TokenUsage
+from .base import Codec, count, details
 
 __all__ = ["OpenAIResponsesCodec"]
 
@@ -251,6 +252,14 @@ class _ItemState:
 
 class OpenAIResponsesCodec(Codec):
     provider = "openai-responses"
+
+
+    @staticmethod
+    def read_usage(raw: Mapping[str, Any]) -> TokenUsage | None:
+        """``input_tokens`` holds the cached ones, ``output_tokens`` the reasoning ones."""
+        return TokenUsage(input_tokens=count(raw, "input_tokens"), output_tokens=count(raw, "output_tokens"),
+                          cache_read_input_tokens=count(details(raw, "input_tokens_details"), "cached_tokens"),
+                          reasoning_output_tokens=count(details(raw, "output_tokens_details"), "reasoning_tokens"))
 
     def __init__(self) -> None:
         super().__init__()

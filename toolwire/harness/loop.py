@@ -44,6 +44,7 @@ from ..errors import UsageError
 from ..registry import Dispatcher, Registry, ResultKind, ToolResult
 from ..registry._steps import Steps, adrive, drive
 from ..types import Event, FinishReason, Turn
+from . import tracing
 from .errors import CallbackError, ProviderError, callback
 from .events import CallAnswered, LoopEvent, LoopFinished, RequestStarted, ResponseEvent, RetryScheduled
 from .fallback import FallbackReason, fallback_message
@@ -306,43 +307,73 @@ class _Core:
         return lambda event: emit(ResponseEvent(conversation_id=self.conversation_id, step=step, attempt=attempt,
                                                 event=event))
 
-    def retrying(self, step: int, emit: Emit) -> Callable[[int, float, BaseException], None] | None:
-        """The retry policy's ``on_retry`` for request ``step``: a ``RetryScheduled`` event."""
-        if emit is _ignore:
+    def retrying(self, step: int, emit: Emit, span: Any = None) -> Callable[[int, float, BaseException], None] | None:
+        """The retry policy's ``on_retry`` for request ``step``: a ``RetryScheduled`` event, and a ``toolwire.retry``
+        event on the request's span (``toolwire.harness.tracing``)."""
+        if emit is _ignore and span is None:
             return None
 
         def on_retry(attempt: int, delay: float, exc: BaseException) -> None:
-            emit(RetryScheduled(conversation_id=self.conversation_id, step=step, attempt=attempt,
-                                delay=round(delay, 3), reason=str(getattr(exc, "type", type(exc).__name__)),
-                                status=getattr(exc, "status", None)))
+            tracing.retried(span, attempt, delay, exc)
+            if emit is not _ignore:
+                emit(RetryScheduled(conversation_id=self.conversation_id, step=step, attempt=attempt,
+                                    delay=round(delay, 3), reason=str(getattr(exc, "type", type(exc).__name__)),
+                                    status=getattr(exc, "status", None)))
         return on_retry
 
     def request(self, transport: HTTPTransport, body: dict[str, Any], step: int,
                 emit: Emit = _ignore) -> tuple[Turn, int]:
         """One model request over ``transport``, retried per the policy: the accepted turn and the attempts it
-        took (raises the ``ProviderError`` that ends the conversation in a fallback)."""
+        took (raises the ``ProviderError`` that ends the conversation in a fallback). One inference span covers
+        all the attempts (``toolwire.harness.tracing``)."""
         attempts = 0
+        last: Turn | None = None  # the last attempt's turn, for the span
 
         def attempt() -> Turn:
-            nonlocal attempts
+            nonlocal attempts, last
             attempts += 1
+            last = None
             on_event = self.attempt_started(step, attempts, emit)
-            return self.checked(transport.request(body, on_event=on_event), step, attempts)
+            last = transport.request(body, on_event=on_event)
+            return self.checked(last, step, attempts)
 
-        return self.retry.call(attempt, on_retry=self.retrying(step, emit), step=step, **self.log), attempts
+        span = tracing.start_request(self, transport, body)
+        token = tracing.enter(span)
+        try:
+            turn = self.retry.call(attempt, on_retry=self.retrying(step, emit, span), step=step, **self.log)
+        except BaseException as exc:
+            tracing.end_request(span, last, exc)
+            raise
+        finally:
+            tracing.leave(token)
+        tracing.end_request(span, turn)
+        return turn, attempts
 
     async def arequest(self, transport: AsyncHTTPTransport, body: dict[str, Any], step: int,
                        emit: Emit = _ignore) -> tuple[Turn, int]:
         """The async twin of ``request``."""
         attempts = 0
+        last: Turn | None = None
 
         async def attempt() -> Turn:
-            nonlocal attempts
+            nonlocal attempts, last
             attempts += 1
+            last = None
             on_event = self.attempt_started(step, attempts, emit)
-            return self.checked(await transport.request(body, on_event=on_event), step, attempts)
+            last = await transport.request(body, on_event=on_event)
+            return self.checked(last, step, attempts)
 
-        return await self.retry.acall(attempt, on_retry=self.retrying(step, emit), step=step, **self.log), attempts
+        span = tracing.start_request(self, transport, body)
+        token = tracing.enter(span)
+        try:
+            turn = await self.retry.acall(attempt, on_retry=self.retrying(step, emit, span), step=step, **self.log)
+        except BaseException as exc:
+            tracing.end_request(span, last, exc)
+            raise
+        finally:
+            tracing.leave(token)
+        tracing.end_request(span, turn)
+        return turn, attempts
 
     def turn_id(self, turn: Turn) -> str:
         """What identifies ``turn`` in this conversation for the ledger: the length of the history it answers
@@ -546,12 +577,23 @@ class ToolLoop:
                                        data=data)
 
         # every event of the conversation (parsing and dispatch included) carries its id where the
-        # application's structlog merges context variables (toolwire.logs.configure_logging does)
-        with structlog.contextvars.bound_contextvars(conversation_id=core.conversation_id):
-            try:
-                return core.drive(prompt, request, dispatch, emit)
-            except CallbackError as exc:
-                raise exc.error from None
+        # application's structlog merges context variables (toolwire.logs.configure_logging does); the prompt's
+        # span is current throughout, so the requests' and the calls' spans are its children
+        span = tracing.start_agent(core, self.transport)
+        token = tracing.enter(span)
+        try:
+            with structlog.contextvars.bound_contextvars(conversation_id=core.conversation_id):
+                try:
+                    result = core.drive(prompt, request, dispatch, emit)
+                except CallbackError as exc:
+                    raise exc.error from None
+        except BaseException as exc:
+            tracing.end_agent(span, None, exc)
+            raise
+        finally:
+            tracing.leave(token)
+        tracing.end_agent(span, result)
+        return result
 
     def close(self) -> None:
         self.transport.close()
@@ -622,13 +664,22 @@ class AsyncToolLoop:
                 turn, conversation_id=core.conversation_id, turn_id=core.turn_id(turn), data=data))
             return results
 
-        with structlog.contextvars.bound_contextvars(conversation_id=core.conversation_id):
-            try:
-                result = await core.adrive(prompt, request, dispatch, emit)
-            except CallbackError as exc:
-                raise exc.error from None
-        if cancelled:
-            raise asyncio.CancelledError
+        span = tracing.start_agent(core, self.transport)
+        token = tracing.enter(span)
+        try:
+            with structlog.contextvars.bound_contextvars(conversation_id=core.conversation_id):
+                try:
+                    result = await core.adrive(prompt, request, dispatch, emit)
+                except CallbackError as exc:
+                    raise exc.error from None
+            if cancelled:
+                raise asyncio.CancelledError
+        except BaseException as exc:
+            tracing.end_agent(span, None, exc)
+            raise
+        finally:
+            tracing.leave(token)
+        tracing.end_agent(span, result)
         return result
 
     async def stream(self, prompt: str, *, data: Any = None) -> AsyncIterator[LoopEvent]:

@@ -39,6 +39,7 @@ from ..types import (
     StreamError,
     StreamFailed,
     TextReceived,
+    TokenUsage,
     Turn,
 )
 from ..limits import DEFAULT_MAX_ARGUMENT_CHARS, DEFAULT_MAX_CALLS, DEFAULT_MAX_DEPTH, json_depth_exceeds
@@ -440,7 +441,8 @@ class Assembler:
                           type=rec.server_type or "server_tool", index=rec.index,
                           input=rec.args if rec.args is not None else (rec.raw or None), choice=rec.choice)
 
-    def build_turn(self, assistant_message: Any = None, *, ended: bool = True) -> Turn:
+    def build_turn(self, assistant_message: Any = None, *, ended: bool = True,
+                   token_usage: TokenUsage | None = None) -> Turn:
         first = self.choices.get(0) or (next(iter(self.choices.values())) if self.choices else None)
         records = self.records if self.keep_calls else list(self._open.values())
         calls = [r.to_call() for r in records if not r.server]
@@ -456,6 +458,7 @@ class Assembler:
             finish_reason=first.finish_reason if first else None,
             raw_finish_reason=first.raw_finish if first else None,
             error=self.error, response_id=self.response_id, model=self.model, usage=self.usage,
+            token_usage=token_usage,
             choices=choices, assistant_message=assistant_message, ended=ended,
         )
 
