@@ -362,7 +362,7 @@ def _valid_name(name: Any) -> bool:
 
 
 # results whose handler ran
-_RAN = frozenset({"ok", "handler_failed", "handler_timeout", "result_unusable", "outcome_unknown"})
+_RAN = frozenset({"ok", "handler_failed", "handler_timeout", "result_unusable", "outcome_unknown", "tool_error"})
 
 
 # ---- the check ----------------------------------------------------------------------------------------------

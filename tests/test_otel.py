@@ -237,6 +237,11 @@ def slow(city: str) -> dict:
     return {"city": city}
 
 
+def refusing(city: str) -> dict:
+    """Answers with an error the model reads."""
+    raise toolwire.ToolError("no such city")
+
+
 def deny_all(call, context):
     return toolwire.Decision.deny("not today")
 
@@ -250,6 +255,7 @@ OUTCOMES = {
     "denied": (lookup, None, deny_all, "lookup", {"city": SECRET}, "denied", False),
     "handler_failed": (broken, None, None, "lookup", {"city": SECRET}, "handler_failed", True),
     "handler_timeout": (slow, 0.2, None, "lookup", {"city": SECRET}, "handler_timeout", True),
+    "tool_error": (refusing, None, None, "lookup", {"city": SECRET}, "tool_error", True),
 }
 
 
@@ -269,8 +275,9 @@ def _everything(span) -> str:
 @pytest.mark.parametrize("mode", ["sync", "async"])
 @pytest.mark.parametrize("outcome", list(OUTCOMES))
 def test_every_outcome_has_its_span_under_the_callers(outcome, mode, opted_in):
-    """Ok, invalid arguments, unknown tool, denied, handler failure and timeout, sync and async: one execute_tool
-    span (INTERNAL) under the caller's span, error.type the result kind, arguments only when opted in."""
+    """Ok, invalid arguments, unknown tool, denied, handler failure and timeout, tool error, sync and async: one
+    execute_tool span (INTERNAL) under the caller's span, error.type the result kind, arguments only when opted
+    in."""
     fn, timeout, policy, name, args, kind, ran = OUTCOMES[outcome]
     turn = toolwire.parse("anthropic", body("anthropic", [("toolu_1", name, args)]))
     dispatcher = Dispatcher(registry(fn, timeout=timeout), policy=policy, read_retries=0)

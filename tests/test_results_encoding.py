@@ -346,6 +346,7 @@ CONTENT = {
     K.HANDLER_TIMEOUT: "Error: get_weather did not return within 1.0 s.",
     K.OUTCOME_UNKNOWN: "Outcome unknown: this write started earlier and never confirmed; it was not run again.",
     K.RESULT_UNUSABLE: "get_weather returned a value that cannot be sent back as JSON or text.",
+    K.TOOL_ERROR: "No such city: the weather service does not know Pariss.",
     K.NOT_RUN: "Not run: the response did not finish cleanly (length). No tool was run for this response.",
 }
 

@@ -36,6 +36,8 @@ import msgspec
 from .codecs.results import DIALECTS, RepairAction, RepairKind, RepairReport, missing_result
 from .codecs.results._common import DEFAULT_MAX_CALLS, Actions, CallCounter, Pair, clean_copy
 from .errors import UsageError
+from .registry import _rich
+from .registry.content import Content
 from .registry.result import ToolResult
 from .types import Message, Turn
 
@@ -68,6 +70,11 @@ def _checked(turn: Turn, results: Iterable[ToolResult]) -> dict[str, ToolResult]
                              f"{call.name!r} (a result of another turn?)")
         if r.local_id in by_local:
             raise UsageError(f"two results for call {r.local_id!r}: every call is answered exactly once")
+        if r.parts is not None:
+            try:
+                _rich.checked(Content(parts=r.parts))
+            except _rich.Unusable as exc:
+                raise UsageError(f"result {r.local_id!r} has parts that cannot be sent: {exc.reason}") from None
         by_local[r.local_id] = r
     return by_local
 
@@ -118,7 +125,8 @@ def encode_results(turn: Turn, results: Iterable[ToolResult], *, echo_ids: bool 
 
     Raises ``UsageError`` for an unknown provider, a turn with no call to answer, a result that is not a
     ``ToolResult``, answers a call that is not in ``turn`` (or has another call id or tool name), a second
-    result for one call, or results for calls of two choices.
+    result for one call, results for calls of two choices, or a result built by hand whose ``parts`` could not
+    be sent (the checks the dispatcher applies to a handler's ``Content``).
     """
     mod = _dialect(turn.provider)
     by_local = _checked(turn, results)

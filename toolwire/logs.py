@@ -55,7 +55,7 @@ CATALOGUE: dict[str, EventSpec] = {
         "a payload of a type toolwire does not know (providers add event types) was skipped"),
     "dispatch.result": _spec(
         "info", "call_id conversation_id local_id name provider attempts duration_ms effect kind",
-        "once per dispatched call, with its result kind (ok, handler_failed …)"),
+        "once per dispatched call, with its result kind (ok, tool_error, handler_failed …)"),
     "dispatch.unclean_turn": _spec(
         "warning", "allow_unclean calls conversation_id error finish_reason provider",
         "a turn that did not finish cleanly was refused as a whole (nothing ran)"),
@@ -101,6 +101,13 @@ CATALOGUE: dict[str, EventSpec] = {
     "dispatch.handler_failed": _spec(
         "warning", "call_id conversation_id local_id name provider attempt effect error will_retry",
         "a handler raised"),
+    "dispatch.tool_error": _spec(
+        "info", "call_id conversation_id local_id name provider attempt effect",
+        "a handler raised ToolError: the tool answered with an error (answered tool_error, never retried)"),
+    "dispatch.content_invalid": _spec(
+        "warning", "call_id conversation_id local_id name provider reason",
+        "a handler answered with Content that cannot be sent (bad base64, a MIME type of the wrong kind, …): "
+        "answered result_unusable; `reason` quotes no value"),
     "dispatch.retry": _spec(
         "info", "call_id conversation_id local_id name provider attempt delay",
         "a read is retried after a failure"),
@@ -109,7 +116,8 @@ CATALOGUE: dict[str, EventSpec] = {
         "a handler ran past its timeout"),
     "dispatch.outcome_unknown": _spec(
         "warning", "call_id conversation_id local_id name provider reason",
-        "a write was started before and never confirmed: nothing runs again"),
+        "a write was started before and never confirmed, or its handler raised OutcomeUnknown (reason "
+        "handler_raised): nothing runs again"),
     "dispatch.ledger_replay": _spec(
         "info", "call_id conversation_id local_id name provider kind",
         "a write already completed: its stored result is returned, nothing runs"),

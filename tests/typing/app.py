@@ -2,7 +2,8 @@
 
 tests/test_typing.py type-checks this file (tests/typing/mypy.ini) without a single ``type: ignore``, then runs
 it. It declares tools three ways, parses a recorded Anthropic stream whole and piece by piece, dispatches the
-turn synchronously and asynchronously, answers a Responses turn with a free-text tool call, keeps histories
+turn synchronously and asynchronously, answers a Responses turn with a free-text tool call, answers a Gemini
+turn with an image and with a ToolError (rich results), keeps histories
 typed ``list[dict[str, Any]]``, repairs one, and talks to the simulated provider with ``ToolLoop`` and
 ``AsyncToolLoop``. Run it with the repository on ``PYTHONPATH``: ``PYTHONPATH=. python tests/typing/app.py``.
 """
@@ -17,6 +18,11 @@ from typing import Any, Literal
 import toolwire
 from toolwire import (
     ArgumentsReceived,
+    Content,
+    ImagePart,
+    Part,
+    TextPart,
+    ToolError,
     CallAnnounced,
     CallCompleted,
     CallErrored,
@@ -201,6 +207,30 @@ def offline(registry: Registry) -> list[dict[str, Any]]:
     return history
 
 
+def radar(city: str) -> Content:
+    """The weather radar of a city."""
+    if city != "Paris":
+        raise ToolError(Content(parts=[TextPart(text=f"No radar covers {city}.")]))
+    pixel = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+    return Content(parts=[TextPart(text="Rain moving east."), ImagePart(data=pixel, mime_type="image/png")],
+                   structured={"city": city, "rain": True})
+
+
+def rich() -> list[dict[str, Any]]:
+    calls = [{"functionCall": {"id": "g1", "name": "radar", "args": {"city": "Paris"}}},
+             {"functionCall": {"id": "g2", "name": "radar", "args": {"city": "Lyon"}}}]
+    body = {"responseId": "r1",
+            "candidates": [{"index": 0, "finishReason": "STOP", "content": {"role": "model", "parts": calls}}]}
+    turn = toolwire.parse("gemini", json.dumps(body))
+    paris, lyon = Dispatcher(Registry([Tool.from_function(radar, effect="read")])).run(turn, conversation_id="rich")
+    parts: list[Part] = paris.parts or []
+    images = [p for p in parts if isinstance(p, ImagePart)]
+    assert images and images[0].mime_type == "image/png" and lyon.kind.value == "tool_error"
+    answer: list[dict[str, Any]] = toolwire.encode_results(turn, [paris, lyon])
+    print(f"gemini: {[type(p).__name__ for p in parts]}, then {lyon.kind.value}")
+    return answer
+
+
 # ---- conversations against the simulated provider ----------------------------------------------------------------
 
 
@@ -243,6 +273,7 @@ def main() -> None:
         print(describe(tool))
     history = offline(Registry(tools))
     print(f"history: {len(history)} messages")
+    rich()
     # only the OpenAI dialects can declare a free-text tool: the conversations get the function tools
     converse(Registry([tool for tool in tools if tool.kind == "function"]))
 

@@ -19,10 +19,13 @@ exactly that choice's calls), and only when that choice ended cleanly. Order for
    handler (after the state table allowed the dispatch) and ``completed`` with the result after; a key found
    ``completed`` is answered with the stored result (nothing runs), one found ``started`` only with
    ``outcome_unknown`` (nothing runs). A write that raised is ``handler_failed`` (and recorded, so it is not
-   re-run); one that timed out is ``outcome_unknown``. The key is the call *instance* (see ``ledger``), or the
-   tool's own ``idempotency_key``.
-5. A value the handler returned that cannot be sent as JSON (nor as text) is ``result_unusable``; a write's
-   ledger entry is completed with that result all the same.
+   re-run); one that timed out, or raised ``OutcomeUnknown``, is ``outcome_unknown`` and its entry stays
+   ``started``. A handler that raises ``ToolError`` answered: ``tool_error`` with the exception's content, never
+   retried, and recorded as a write's completed outcome (``OutcomeUnknown`` in a read is an exception like any
+   other). The key is the call *instance* (see ``ledger``), or the tool's own ``idempotency_key``.
+5. A value the handler returned that cannot be sent as JSON (nor as text), or ``Content`` that fails its checks
+   (``_rich``), is ``result_unusable``; a write's ledger entry is completed with that result all the same.
+   ``Content`` is checked and capped to ``max_result_bytes`` and kept typed in ``ToolResult.parts``.
 
 Call instances: a turn is identified by the caller's ``turn_id`` (the loop passes its position in the
 conversation), else by the provider's response id. A turn with neither is given a random identity the first time
@@ -73,7 +76,9 @@ from .approval import (
     approval_targets,
     arguments_sha256,
 )
+from . import _rich
 from ._steps import Steps, adrive, drive
+from .content import Content, OutcomeUnknown, ToolError
 from .context import ToolContext, context_parameter
 from .errors import ApprovalError
 from .ledger import Ledger, LedgerKey, LedgerRecord, MemoryLedger
@@ -142,6 +147,13 @@ class _Outcome:
     def __init__(self, status: str, value: Any = None) -> None:
         self.status = status
         self.value = value
+
+
+def _raised(outcome: _Outcome) -> _Outcome:
+    """A ``ToolError`` or ``OutcomeUnknown`` a handler returned instead of raising counts as raised."""
+    if outcome.status == "ok" and isinstance(outcome.value, (ToolError, OutcomeUnknown)):
+        return _Outcome("error", outcome.value)
+    return outcome
 
 
 def _short(text: object, limit: int = 100) -> str:
@@ -695,10 +707,10 @@ class Dispatcher:
 
     # ==== results and transitions ==============================================================================
     @staticmethod
-    def _result(call: ToolCall, kind: ResultKind, content: Any, approval: ApprovalRequest | None = None
-                ) -> ToolResult:
+    def _result(call: ToolCall, kind: ResultKind, content: Any, approval: ApprovalRequest | None = None,
+                parts: list[Any] | None = None) -> ToolResult:
         return ToolResult(call_id=call.call_id, local_id=call.local_id, name=call.name, content=content,
-                          is_error=kind is not K.OK, kind=kind, approval=approval)
+                          is_error=kind is not K.OK, kind=kind, approval=approval, parts=parts)
 
     def _reject(self, p: _Plan, kind: ResultKind, content: str, approval: ApprovalRequest | None = None) -> None:
         """Answer ``p`` without running it: ``reject`` then ``answer`` (the table refuses other states)."""
@@ -747,8 +759,11 @@ class Dispatcher:
     def _read_step(self, p: _Plan, outcome: _Outcome, conversation_id: str) -> ToolResult | float:
         """Judge one read attempt: the call's result, or the delay before the next attempt."""
         tool, call = p.tool, p.call
+        outcome = _raised(outcome)
         if outcome.status == "ok":
             return self._ok_result(p, outcome.value, conversation_id)
+        if outcome.status == "error" and isinstance(outcome.value, ToolError):
+            return self._tool_error(p, outcome.value, conversation_id)  # the tool's answer: never retried
         if outcome.status == "timeout":
             _log.emit(_log.WARNING, "dispatch.handler_timeout", provider=call.provider,
                       conversation_id=conversation_id, call_id=call.call_id, local_id=call.local_id, name=tool.name,
@@ -830,6 +845,17 @@ class Dispatcher:
     def _write_end(self, p: _Plan, key: LedgerKey, outcome: _Outcome, conversation_id: str,
                    complete: Callable[[LedgerKey, ToolResult], None]) -> None:
         call, tool = p.call, p.tool
+        outcome = _raised(outcome)
+        if outcome.status == "error" and isinstance(outcome.value, OutcomeUnknown):
+            # the handler cannot tell whether its effect happened: leave the ledger at `started`, like a timeout
+            _log.emit(_log.WARNING, "dispatch.outcome_unknown", provider=call.provider,
+                      conversation_id=conversation_id, call_id=call.call_id, local_id=call.local_id, name=tool.name,
+                      reason="handler_raised")
+            why = _short(getattr(outcome.value, "reason", outcome.value), 300)
+            self._answer(p, self._result(call, K.OUTCOME_UNKNOWN,
+                                         f"{tool.name} could not confirm whether it took effect ({why}): it may or "
+                                         "may not have taken effect. It will not be run again automatically."))
+            return
         if outcome.status == "timeout":
             # the handler may still be running: leave the ledger at `started` so no retry runs it again
             _log.emit(_log.WARNING, "dispatch.handler_timeout", provider=call.provider,
@@ -841,6 +867,8 @@ class Dispatcher:
             return
         if outcome.status == "ok":
             result = self._ok_result(p, outcome.value, conversation_id)
+        elif isinstance(outcome.value, ToolError):
+            result = self._tool_error(p, outcome.value, conversation_id)  # recorded as the completed outcome
         else:
             exc = outcome.value
             _log.emit(_log.WARNING, "dispatch.handler_failed", provider=call.provider,
@@ -875,14 +903,49 @@ class Dispatcher:
         return cut + marker
 
     def _ok_result(self, p: _Plan, value: Any, conversation_id: str) -> ToolResult:
-        """The result of a handler that returned: its value as JSON, or ``result_unusable``."""
+        """The result of a handler that returned: its ``Content``, its value as JSON, or ``result_unusable``."""
+        return self._answer_value(p, value, K.OK, conversation_id)
+
+    def _tool_error(self, p: _Plan, exc: ToolError, conversation_id: str) -> ToolResult:
+        """The result of a handler that raised ``ToolError``: ``tool_error`` with the exception's content."""
+        call = p.call
+        _log.emit(_log.INFO, "dispatch.tool_error", provider=call.provider, conversation_id=conversation_id,
+                  call_id=call.call_id, local_id=call.local_id, name=p.tool.name, effect=p.tool.effect,
+                  attempt=p.attempts)
+        return self._answer_value(p, getattr(exc, "content", str(exc)), K.TOOL_ERROR, conversation_id)
+
+    def _answer_value(self, p: _Plan, value: Any, kind: ResultKind, conversation_id: str) -> ToolResult:
+        """``kind`` (``ok`` or ``tool_error``) with the handler's value: ``Content`` checked and capped, anything
+        else as JSON (or its text), capped; ``result_unusable`` when it cannot be sent."""
+        rich = _rich.as_content(value)
+        if rich is not None:
+            return self._rich_result(p, rich, kind, conversation_id)
         content, usable = _jsonable(value, p.call, conversation_id)
         if usable:
-            return self._result(p.call, K.OK, self._capped(p, content, conversation_id))
+            return self._result(p.call, kind, self._capped(p, content, conversation_id))
+        return self._unusable(p, f"a value of type {type(value).__name__} that cannot be sent back as JSON or text")
+
+    def _rich_result(self, p: _Plan, content: Content, kind: ResultKind, conversation_id: str) -> ToolResult:
+        call = p.call
+        try:
+            content = _rich.checked(content)
+        except _rich.Unusable as exc:
+            _log.emit(_log.WARNING, "dispatch.content_invalid", provider=call.provider,
+                      conversation_id=conversation_id, call_id=call.call_id, local_id=call.local_id,
+                      name=p.tool.name, reason=exc.reason)
+            return self._unusable(p, f"content that cannot be sent ({exc.reason})")
+        content, size = _rich.capped(content, self.max_result_bytes)
+        if size is not None:
+            _log.emit(_log.WARNING, "dispatch.result_truncated", provider=call.provider,
+                      conversation_id=conversation_id, call_id=call.call_id, local_id=call.local_id,
+                      name=p.tool.name, size=size, limit=self.max_result_bytes)
+        return self._result(call, kind, self._capped(p, _rich.json_form(content), conversation_id),
+                            parts=list(content.parts))
+
+    def _unusable(self, p: _Plan, what: str) -> ToolResult:
         done = " It ran and its action took effect: do not repeat it." if p.tool.effect == "write" else ""
         return self._result(p.call, K.RESULT_UNUSABLE,
-                            f"{p.tool.name} returned a value of type {type(value).__name__} that cannot be sent back "
-                            f"as JSON or text, so no result is available.{done}")
+                            f"{p.tool.name} returned {what}, so no result is available.{done}")
 
     # ==== phase 2, sync ========================================================================================
     def _run_read(self, p: _Plan, conversation_id: str) -> None:

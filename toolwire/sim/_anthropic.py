@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-from ._base import Dialect, Ev, Request, partial_text
+from ._base import Dialect, Ev, Request, base64_ok, partial_text
 from ._core import ApiError, Call, Conversation, Fault, Reply, Result, dumps, fragments, text_fragments
 from ._options import check_anthropic
 from ._model import parse_content
@@ -71,6 +71,35 @@ def _result_text(content: Any) -> str:
     if isinstance(content, list):
         return "".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
     return ""
+
+
+_RESULT_BLOCKS = ("text", "image", "search_result", "document", "tool_reference")
+_IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
+
+
+def _check_result_content(content: Any, where: str) -> None:
+    """A tool_result's content as the Messages API checks it: text, or a list of blocks of the types it takes;
+    text blocks not empty, base64 image and PDF sources of the listed types with data that decodes."""
+    if content is None or isinstance(content, str):
+        return
+    if not isinstance(content, list):
+        raise ApiError(400, f"{where}.tool_result.content: Input should be a valid string or a valid list")
+    for j, block in enumerate(content):
+        at = f"{where}.tool_result.content.{j}"
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind not in _RESULT_BLOCKS:
+            raise ApiError(400, f"{at}: Input tag '{kind}' found using 'type' does not match any of the expected "
+                                f"tags: {', '.join(repr(t) for t in _RESULT_BLOCKS)}")
+        if kind == "text" and not (isinstance(block.get("text"), str) and block["text"]):
+            raise ApiError(400, f"{at}.text: text content blocks must be non-empty")
+        source = block.get("source") if kind in ("image", "document") else None
+        if isinstance(source, dict) and source.get("type") == "base64":
+            allowed = _IMAGE_TYPES if kind == "image" else ("application/pdf",)
+            if source.get("media_type") not in allowed:
+                raise ApiError(400, f"{at}.{kind}.source.base64.media_type: Input should be "
+                                    f"{' or '.join(repr(t) for t in allowed)}")
+            if not base64_ok(source.get("data")):
+                raise ApiError(400, f"{at}.{kind}.source.base64.data: invalid base64 data")
 
 
 class Anthropic(Dialect):
@@ -183,6 +212,7 @@ class Anthropic(Dialect):
                                                 "one `tool_result` block; each `tool_use` block must have exactly "
                                                 "one `tool_result` block.")
                         seen.add(tid)
+                        _check_result_content(b.get("content"), f"messages.{i}.content.{k}")
                         is_err = b.get("is_error")
                         results.append(Result(tid, conv_names.get(tid), parse_content(_result_text(b.get("content"))),
                                               bool(is_err) if is_err is not None else None))

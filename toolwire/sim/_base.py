@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import binascii
 import time
 from dataclasses import dataclass, field
 from email.message import Message
@@ -12,7 +13,18 @@ from ._core import ApiError, Conversation, Fault, Rand, Reply
 if TYPE_CHECKING:  # pragma: no cover
     from ._server import SimProvider
 
-__all__ = ["Ev", "Request", "Dialect", "STATUS_TEXT", "bearer", "partial_text"]
+__all__ = ["Ev", "Request", "Dialect", "STATUS_TEXT", "bearer", "partial_text", "base64_ok"]
+
+
+def base64_ok(data: Any) -> bool:
+    """Media data as the providers take it in JSON: standard base64, padded, nothing else."""
+    if not isinstance(data, str) or not data.isascii():
+        return False
+    try:
+        binascii.a2b_base64(data, strict_mode=True)
+    except (binascii.Error, ValueError):
+        return False
+    return True
 
 
 @dataclass

@@ -17,7 +17,7 @@ import binascii
 import re
 from typing import Any
 
-from ._base import STATUS_TEXT, Dialect, Ev, Request, partial_text
+from ._base import STATUS_TEXT, Dialect, Ev, Request, base64_ok, partial_text
 from ._core import ApiError, Call, Conversation, Fault, Reply, Result, dumps, text_fragments
 from ._options import check_gemini
 
@@ -208,6 +208,15 @@ class Gemini(Dialect):
                     if resp is not None and not isinstance(resp, dict):
                         raise ApiError(400, f"Invalid value at 'contents[{i}].parts[{k}].function_response.response' "
                                             f"(type.googleapis.com/google.protobuf.Struct), {dumps(resp).decode()}")
+                    for j, media in enumerate(fr.get("parts") or ()):
+                        blob = _get(media, "inlineData", "inline_data") if isinstance(media, dict) else None
+                        at = f"contents[{i}].parts[{k}].function_response.parts[{j}]"
+                        if not isinstance(blob, dict) or not _get(blob, "mimeType", "mime_type"):
+                            raise ApiError(400, f"* GenerateContentRequest.{at}.inline_data.mime_type: a function "
+                                                "response part needs inline data with a MIME type\n")
+                        if not base64_ok(blob.get("data")):
+                            raise ApiError(400, f"Invalid value at '{at}.inline_data.data' (TYPE_BYTES), Base64 "
+                                                "decoding failed")
             kinds.append("calls" if has_fc else "responses" if has_fr else "text")
         # turn structure: every function call turn is answered by the next content, one response per call
         for i, c in enumerate(contents):

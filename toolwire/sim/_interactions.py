@@ -14,7 +14,7 @@ import re
 import time
 from typing import Any
 
-from ._base import STATUS_TEXT, Dialect, Ev, Request, partial_text
+from ._base import STATUS_TEXT, Dialect, Ev, Request, base64_ok, partial_text
 from ._core import ApiError, Call, Conversation, Fault, Reply, Result, dumps, fragments, text_fragments
 from ._options import check_interactions
 from ._gemini import _MESSAGES, GOOGLE_NO_KEY, SIG_PREFIX, _duration, google_authorized
@@ -162,6 +162,15 @@ class Interactions(Dialect):
                     raise ApiError(400, f"input[{k}].call_id is required for a function_result.")
                 if "result" not in item:
                     raise ApiError(400, f"input[{k}].result is required for a function_result.")
+                for j, sub in enumerate(item["result"] if isinstance(item["result"], list) else ()):
+                    kind = sub.get("type") if isinstance(sub, dict) else None
+                    if kind not in ("text", "image", "audio", "document", "video", "function"):
+                        raise ApiError(400, f"Invalid value at 'input[{k}].result[{j}].type': unknown content "
+                                            f"type {kind!r}.")
+                    if kind in ("image", "audio", "document", "video") and "data" in sub \
+                            and not base64_ok(sub["data"]):
+                        raise ApiError(400, f"Invalid value at 'input[{k}].result[{j}].data' (TYPE_BYTES), Base64 "
+                                            "decoding failed")
                 if cid not in pending or cid in answered:
                     where = f" of interaction {prev_id}" if prev_id else ""
                     raise ApiError(400, f"function_result call_id '{cid}' does not match any pending function_call"

@@ -17,7 +17,7 @@ __all__ = ["Round", "ScriptContext", "respond", "is_error", "not_run", "find_key
 MAX_ROUNDS = 6
 
 _ERROR_KINDS = {"unknown_tool", "invalid_arguments", "denied", "approval_required", "handler_failed",
-                "handler_timeout", "outcome_unknown", "not_run"}
+                "handler_timeout", "outcome_unknown", "not_run", "tool_error"}
 _ERROR_TEXT = re.compile(r"\b(error|erro|unavailable|indispon[ií]vel|could not|couldn't|cannot|failed|failure|"
                          r"unknown tool|no tool|not found in|invalid|exception|timed? ?out|denied|not run|"
                          r"truncated)\b", re.IGNORECASE)
@@ -98,11 +98,20 @@ def fmt_number(x: Any) -> str:
 
 
 def parse_content(text: str) -> Any:
-    """A result's text as JSON when it is JSON, else the text."""
+    """A result's text as JSON when it is JSON, or when its first paragraph is a JSON object (a rich result's
+    structured JSON before the words for its other parts), else the text."""
     try:
         return json.loads(text)
     except (ValueError, TypeError):
-        return text
+        pass
+    if isinstance(text, str) and text.startswith("{") and "\n\n" in text:
+        try:
+            first = json.loads(text.split("\n\n", 1)[0])
+        except ValueError:
+            return text
+        if isinstance(first, dict):
+            return first
+    return text
 
 
 @dataclass

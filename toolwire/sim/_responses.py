@@ -8,9 +8,10 @@ reasoning item with that content unchanged; with ``previous_response_id`` the st
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Callable
 
-from ._base import Ev, Request, partial_text
+from ._base import Ev, Request, base64_ok, partial_text
 from ._chat import OpenAIDialect, check_openai_tools
 from ._core import ApiError, Call, Conversation, Reply, Result, dumps, fragments, text_fragments
 from ._options import check_responses
@@ -27,6 +28,29 @@ def _text(content: Any) -> str:
     if isinstance(content, list):
         return "".join(p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
     return ""
+
+
+_DATA_URL = re.compile(r"data:([a-z0-9.+-]+/[a-z0-9.+-]+);base64,(.*)", re.S)
+
+
+def _check_output_part(part: Any, where: str) -> None:
+    """An item of a list ``output``: input_text, input_image (an http(s) URL or a base64 data URL of an image),
+    input_file (base64 data URL)."""
+    kind = part.get("type") if isinstance(part, dict) else None
+    if kind not in ("input_text", "input_image", "input_file"):
+        raise ApiError(400, f"Invalid value: '{kind}'. Supported values are: 'input_text', 'input_image', and "
+                            "'input_file'.", param=f"{where}.type", code="invalid_value")
+    url = part.get("image_url") if kind == "input_image" else part.get("file_data") if kind == "input_file" else None
+    if url is None or (kind == "input_image" and url.startswith(("https://", "http://"))):
+        return
+    found = _DATA_URL.fullmatch(url) if isinstance(url, str) else None
+    if found is None or not base64_ok(found.group(2)) \
+            or (kind == "input_image" and not found.group(1).startswith("image/")):
+        field = "image_url" if kind == "input_image" else "file_data"
+        raise ApiError(400, f"Invalid '{where}.{field}'. Expected a base64-encoded data URL with "
+                            f"{'an image' if kind == 'input_image' else 'a file'} MIME type "
+                            f"(e.g. 'data:image/png;base64,...'), but got a value that is not.",
+                       param=f"{where}.{field}", code="invalid_value")
 
 
 class OpenAIResponses(OpenAIDialect):
@@ -89,6 +113,8 @@ class OpenAIResponses(OpenAIDialect):
                 if not isinstance(item.get("output"), (str, list)):
                     raise ApiError(400, f"Missing required parameter: 'input[{k}].output'.",
                                    param=f"input[{k}].output", code="missing_required_parameter")
+                for j, part in enumerate(item["output"] if isinstance(item["output"], list) else ()):
+                    _check_output_part(part, f"input[{k}].output[{j}]")
             elif t == "reasoning":
                 self._check_reasoning(req, new_items, k, item)
             elif t is None:

@@ -2,10 +2,14 @@
 docs/failure-modes.md).
 
 Results: ONE user message whose content is every ``tool_result`` block of the turn, in call order
-(``tool_use_id``, ``content`` text, ``is_error: true`` for errors). Replay: the assistant content as received
-(thinking and redacted_thinking blocks with their signatures, text, server tool blocks, in order), each
-``tool_use`` with an object ``input``: input that did not parse is replayed as ``{"_invalid_arguments": "<raw
-text>"}`` (failure mode 21).
+(``tool_use_id``, ``content`` text, ``is_error: true`` for errors). A rich result (``ToolResult.parts``) with an
+image (JPEG, PNG, GIF, WebP; an embedded resource of those types too) or a PDF resource has a list of blocks for
+``content``: ``text``, ``image`` (base64 source) and ``document`` (base64 PDF source), in the parts' order; other
+parts are described in words (``_parts``), and a result of text only stays one string.
+
+Replay: the assistant content as received (thinking and redacted_thinking blocks with their signatures, text,
+server tool blocks, in order), each ``tool_use`` with an object ``input``: input that did not parse is replayed as
+``{"_invalid_arguments": "<raw text>"}`` (failure mode 21).
 
 Repair: the user message after an assistant message with ``tool_use`` blocks starts with one ``tool_result``
 per tool_use, in call order (missing ones inserted as errors; results found in later or split messages moved
@@ -16,6 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...registry.content import Part, ResourcePart
+from ...registry.result import ToolResult
 from ...types import ToolCall, Turn
 from ._common import (
     Actions,
@@ -33,22 +39,49 @@ from ._common import (
     split_results,
     wire_id,
 )
+from ._parts import ANTHROPIC_IMAGES, PDF, joined, media, pieces
 
 __all__ = ["PROVIDER", "encode", "replay", "repair"]
 
 PROVIDER = "anthropic"
+#: the longest ``uri`` given as a document's ``title`` (a longer one stays in the words before it only)
+_TITLE_MAX = 200
 
 
-def tool_result(tool_use_id: str, text: str, is_error: bool) -> dict[str, Any]:
-    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": text}
+def tool_result(tool_use_id: str, content: str | list[dict[str, Any]], is_error: bool) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": content}
     if is_error:
         block["is_error"] = True
     return block
 
 
+def _native(part: Part) -> dict[str, Any] | None:
+    found = media(part, ANTHROPIC_IMAGES)
+    if found is not None:
+        return {"type": "image", "source": {"type": "base64", "media_type": found[0], "data": found[1]}}
+    found = media(part, frozenset({PDF})) if isinstance(part, ResourcePart) else None
+    if found is None:
+        return None
+    block: dict[str, Any] = {"type": "document", "source": {"type": "base64", "media_type": PDF, "data": found[1]}}
+    if isinstance(part, ResourcePart) and len(part.uri) <= _TITLE_MAX:
+        block["title"] = part.uri
+    return block
+
+
+def _content(result: ToolResult) -> str | list[dict[str, Any]]:
+    if result.parts is None:
+        return result_text(result)
+    items = pieces(result, _native)
+    text = joined(result, items)
+    if text is not None:
+        return text
+    # Anthropic refuses empty text blocks
+    return [{"type": "text", "text": i} if isinstance(i, str) else i for i in items if i != ""]
+
+
 def encode(turn: Turn, pairs: list[Pair], *, echo_ids: bool = True) -> dict[str, Any]:
     """One user message: all the tool_result blocks, in call order."""
-    return {"role": "user", "content": [tool_result(wire_id(turn, call), result_text(result), result.is_error)
+    return {"role": "user", "content": [tool_result(wire_id(turn, call), _content(result), result.is_error)
                                         for call, result in pairs]}
 
 

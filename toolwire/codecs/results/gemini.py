@@ -5,7 +5,10 @@ Results: one ``{"role": "user", "parts": [...]}`` content with one ``functionRes
 order: ``{"id": …, "name": …, "response": {"output": …}}`` (``{"error": …}`` for errors). ``response`` is
 always an object (the result's value is wrapped, whatever it is). ``id`` is the call's id, present exactly when
 the call had one and ``echo_ids`` is true (pass ``echo_ids=False`` for endpoints that reject it, such as Vertex
-Express).
+Express). A rich result (``ToolResult.parts``) puts its images (PNG, JPEG, WebP) and PDF resources in the
+function response's own ``parts`` (``{"inlineData": {"mimeType", "data"}}``, Gemini's multimodal function
+responses), its ``structured`` object in ``output`` (or ``error``), and its text (other parts described in words,
+see ``_parts``) in ``output``, or beside the object under ``text``.
 
 Replay: the model content of the replayed candidate with every part verbatim and in order (``thoughtSignature``
 stays on its exact part); a ``functionCall`` whose ``args`` is not an object gets the parsed object, or
@@ -22,6 +25,9 @@ from __future__ import annotations
 import bisect
 from typing import Any
 
+from ...registry._rich import SEPARATOR
+from ...registry.content import Part
+from ...registry.result import ToolResult
 from ...types import ToolCall, Turn
 from ._common import (
     Actions,
@@ -37,29 +43,52 @@ from ._common import (
     object_arguments,
     split_results,
 )
+from ._parts import GEMINI_MEDIA, media, pieces, structured_of
 
 __all__ = ["PROVIDER", "SKIP_SIGNATURE", "encode", "replay", "repair", "function_response"]
 
 PROVIDER = "gemini"
 
 
-def function_response(call_id: str | None, name: str | None, value: Any, is_error: bool) -> dict[str, Any]:
-    """``{"id"?, "name", "response": {"output" | "error": value}}``."""
+def function_response(call_id: str | None, name: str | None, value: Any, is_error: bool, *,
+                      text: str = "", parts: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """``{"id"?, "name", "response": {"output" | "error": value, "text"?}, "parts"?}``."""
     fr: dict[str, Any] = {}
     if call_id:
         fr["id"] = call_id
     fr["name"] = name or ""
     fr["response"] = {"error": value} if is_error else {"output": value}
+    if text:
+        fr["response"]["text"] = text
+    if parts:
+        fr["parts"] = parts
     return fr
+
+
+def _native(part: Part) -> dict[str, Any] | None:
+    found = media(part, GEMINI_MEDIA)
+    return None if found is None else {"inlineData": {"mimeType": found[0], "data": found[1]}}
+
+
+def _response(call_id: str | None, name: str | None, result: ToolResult) -> dict[str, Any]:
+    if result.parts is None:
+        value = error_text(result) if result.is_error else as_json_value(result.content)
+        return function_response(call_id, name, value, result.is_error)
+    items = pieces(result, _native, with_structured=False)
+    text = SEPARATOR.join(i for i in items if isinstance(i, str))
+    blocks = [i for i in items if not isinstance(i, str)]
+    structured = structured_of(result)
+    if structured is not None:
+        return function_response(call_id, name, structured, result.is_error, text=text, parts=blocks)
+    if result.is_error and not text.strip():
+        text = error_text(result)
+    return function_response(call_id, name, text, result.is_error, parts=blocks)
 
 
 def encode(turn: Turn, pairs: list[Pair], *, echo_ids: bool = True) -> dict[str, Any]:
     """One user content: a functionResponse part per call, in call order."""
-    parts = []
-    for call, result in pairs:
-        value = error_text(result) if result.is_error else as_json_value(result.content)
-        parts.append({"functionResponse": function_response(call.call_id if echo_ids else None, call.name, value,
-                                                            result.is_error)})
+    parts = [{"functionResponse": _response(call.call_id if echo_ids else None, call.name, result)}
+             for call, result in pairs]
     return {"role": "user", "parts": parts}
 
 

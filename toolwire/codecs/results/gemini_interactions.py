@@ -3,7 +3,10 @@
 Results: one ``{"type": "function_result", "call_id", "name", "result", "is_error"?}`` step per call, in call
 order (send them as ``input`` with ``previous_interaction_id``). ``result`` is the result's text, or its object
 when it is one (the SDK's ``FunctionResultStepParam.result`` is an object, a string or content items, so lists
-and other values are sent as JSON text); ``is_error: true`` for errors.
+and other values are sent as JSON text); ``is_error: true`` for errors. A rich result (``ToolResult.parts``)
+with images, audio or PDF resources of the types the SDK lists is a list of ``text`` / ``image`` / ``audio`` /
+``document`` items in the parts' order (other parts described in words, see ``_parts``); without them, its text,
+or its ``structured`` object when nothing else is there.
 
 Replay (a stateless ``input`` of steps): the model's steps as received (thought steps with their signatures,
 model output, built-in call and result steps), each ``function_call`` step's ``arguments`` an object (failure
@@ -18,6 +21,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...registry._rich import SEPARATOR
+from ...registry.content import Part, ResourcePart
+from ...registry.result import ToolResult
 from ...types import ToolCall, Turn
 from ._common import (
     MISSING_RESULT_TEXT,
@@ -36,6 +42,14 @@ from ._common import (
     wire_id,
 )
 from ._flat import Group, place_results
+from ._parts import (
+    INTERACTIONS_AUDIO,
+    INTERACTIONS_DOCUMENTS,
+    INTERACTIONS_IMAGES,
+    media,
+    pieces,
+    structured_of,
+)
 
 __all__ = ["PROVIDER", "encode", "replay", "repair"]
 
@@ -52,7 +66,29 @@ def function_result(call_id: str, name: str | None, result: Any, is_error: bool)
     return step
 
 
+def _native(part: Part) -> dict[str, Any] | None:
+    for kind, accepted in (("image", INTERACTIONS_IMAGES), ("audio", INTERACTIONS_AUDIO)):
+        found = media(part, accepted)
+        if found is not None:
+            return {"type": kind, "data": found[1], "mime_type": found[0]}
+    found = media(part, INTERACTIONS_DOCUMENTS) if isinstance(part, ResourcePart) else None
+    return None if found is None else {"type": "document", "data": found[1], "mime_type": found[0]}
+
+
+def _rich_value(result: ToolResult) -> Any:
+    rest = pieces(result, _native, with_structured=False)
+    structured = structured_of(result)
+    if all(isinstance(i, str) for i in rest):
+        if structured is not None and not any(rest):
+            return structured
+        text = SEPARATOR.join(pieces(result, _native))
+        return text if text.strip() or not result.is_error else error_text(result)
+    return [{"type": "text", "text": i} if isinstance(i, str) else i for i in pieces(result, _native) if i != ""]
+
+
 def _result_value(result: Any) -> Any:
+    if result.parts is not None:
+        return _rich_value(result)
     if result.is_error:
         return error_text(result)
     value = as_json_value(result.content)

@@ -1,10 +1,13 @@
 """OpenAI Chat Completions (and OpenAI-compatible servers): tool messages, replay, history repair.
 
 Results: one ``{"role": "tool", "tool_call_id": id, "content": str}`` per call, in call order, right after the
-assistant message. Replay: the assistant message as the codec built it (``extra_content`` thought signatures,
-DeepSeek ``reasoning_content`` kept), with each function call's ``arguments`` a JSON object string (failure mode
-21: text that is not one becomes ``{"_invalid_arguments": "<text>"}``) and an id on every call (a call a server
-sent without one gets the synthetic id its result uses).
+assistant message. A tool message takes text only: a rich result (``ToolResult.parts``) is sent as its text, every
+image, audio clip and binary resource described in words (``_parts``).
+
+Replay: the assistant message as the codec built it (``extra_content`` thought signatures, DeepSeek
+``reasoning_content`` kept), with each function call's ``arguments`` a JSON object string (failure mode 21: text
+that is not one becomes ``{"_invalid_arguments": "<text>"}``) and an id on every call (a call a server sent
+without one gets the synthetic id its result uses).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from ._common import (
     wire_id,
 )
 from ._flat import Group, place_results
+from ._parts import joined, pieces
 
 __all__ = ["PROVIDER", "encode", "replay", "repair"]
 
@@ -35,8 +39,14 @@ PROVIDER = "openai-chat"
 
 def encode(turn: Turn, pairs: list[Pair], *, echo_ids: bool = True) -> list[dict[str, Any]]:
     """One tool message per call, in call order."""
-    return [{"role": "tool", "tool_call_id": wire_id(turn, call), "content": result_text(result)}
+    return [{"role": "tool", "tool_call_id": wire_id(turn, call), "content": _content(result)}
             for call, result in pairs]
+
+
+def _content(result: Any) -> str:
+    if result.parts is None:
+        return result_text(result)
+    return joined(result, pieces(result, lambda part: None)) or ""
 
 
 def replay(turn: Turn, calls: list[ToolCall]) -> list[dict[str, Any]]:

@@ -2,7 +2,9 @@
 docs/failure-modes.md).
 
 Results, one input item per call in call order, each answering the call's ``call_id`` (never the ``fc_…`` item
-id): ``function_call_output`` and ``custom_tool_call_output`` (``output``: text), and for the provider-defined
+id): ``function_call_output`` and ``custom_tool_call_output`` (``output``: text; for a rich result with an image
+(JPEG, PNG, GIF, WebP, as a data URL) or a PDF resource, a list of ``input_text`` / ``input_image`` /
+``input_file`` items in the parts' order, other parts described in words, see ``_parts``), and for the provider-defined
 tools the application runs, the matching output item of the openai SDK's ``ResponseInputItemParam`` union:
 
 * ``local_shell_call`` → ``local_shell_call_output {id: the call's call_id, output: text}`` (the SDK types name
@@ -12,7 +14,8 @@ tools the application runs, the matching output item of the openai SDK's ``Respo
   outcome ``exit`` 1, or ``timeout`` for ``handler_timeout``);
 * ``apply_patch_call`` → ``apply_patch_call_output {call_id, status: completed | failed, output: text}``;
 * ``computer_call`` → ``computer_call_output {call_id, output: computer_screenshot}``: the result must be a
-  screenshot (``{"image_url": …}`` / ``{"file_id": …}``, optionally with ``acknowledged_safety_checks``);
+  screenshot (``{"image_url": …}`` / ``{"file_id": …}``, optionally with ``acknowledged_safety_checks``, or
+  ``Content`` holding an image of a type OpenAI takes, sent as a data URL);
 * client ``tool_search_call`` → ``tool_search_output {call_id, execution: "client", tools}``: the result is the
   list of tool definitions (or ``{"tools": [...]}``).
 
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...registry.content import ImagePart, Part, ResourcePart
 from ...registry.result import ResultKind, ToolResult
 from ...types import CallKind, ToolCall, Turn
 from ._common import (
@@ -45,6 +49,7 @@ from ._common import (
     wire_id,
 )
 from ._flat import Group, place_results
+from ._parts import OPENAI_IMAGES, PDF, joined, media, pieces
 
 __all__ = ["PROVIDER", "encode", "replay", "repair", "BLANK_SCREENSHOT"]
 
@@ -95,7 +100,45 @@ def _shell_output(result: Any) -> list[dict[str, Any]]:
     return [{"stdout": "", "stderr": result_text(result), "outcome": outcome}]
 
 
+def _data_url(kind: str, data: str) -> str:
+    return f"data:{kind};base64,{data}"
+
+
+def _filename(uri: str) -> str:
+    """A file name for a PDF resource: the last segment of its uri (``document.pdf`` when it has none)."""
+    name = uri.split("?", 1)[0].split("#", 1)[0].rstrip("/").rsplit("/", 1)[-1][-100:]
+    name = "".join(c for c in name if c.isprintable() and c not in '\\/:*?"<>|') or "document"
+    return name if name.lower().endswith(".pdf") else name + ".pdf"
+
+
+def _native(part: Part) -> dict[str, Any] | None:
+    found = media(part, OPENAI_IMAGES)
+    if found is not None:
+        # ``detail`` is optional in a function_call_output, required in a custom_tool_call_output: always sent
+        return {"type": "input_image", "image_url": _data_url(*found), "detail": "auto"}
+    found = media(part, frozenset({PDF})) if isinstance(part, ResourcePart) else None
+    if found is not None and isinstance(part, ResourcePart):
+        return {"type": "input_file", "filename": _filename(part.uri), "file_data": _data_url(*found)}
+    return None
+
+
+def _output(result: ToolResult) -> str | list[dict[str, Any]]:
+    """A ``function_call_output`` / ``custom_tool_call_output``'s ``output``."""
+    if result.parts is None:
+        return result_text(result)
+    items = pieces(result, _native)
+    text = joined(result, items)
+    if text is not None:
+        return text
+    return [{"type": "input_text", "text": i} if isinstance(i, str) else i for i in items if i != ""]
+
+
 def _screenshot(result: Any) -> tuple[dict[str, Any], list[Any] | None] | None:
+    if not result.is_error:
+        for part in result.parts or ():
+            found = media(part, OPENAI_IMAGES) if isinstance(part, ImagePart) else None
+            if found is not None:
+                return {"type": "computer_screenshot", "image_url": _data_url(*found)}, None
     content = as_json_value(result.content)
     if result.is_error or not isinstance(content, dict):
         return None
@@ -147,7 +190,7 @@ def output_item(call_type: str, call_id: str, result: Any) -> tuple[dict[str, An
             return item, f"The tool search {call_id} returned no tools: {result_text(result)}"
         return item, None
     out_type = "custom_tool_call_output" if call_type == "custom_tool_call" else "function_call_output"
-    return {"type": out_type, "call_id": call_id, "output": result_text(result)}, None
+    return {"type": out_type, "call_id": call_id, "output": _output(result)}, None
 
 
 def _note(text: str) -> dict[str, Any]:
