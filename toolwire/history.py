@@ -33,7 +33,8 @@ from typing import Any, overload
 
 import msgspec
 
-from .codecs.results import DIALECTS, RepairAction, RepairKind, RepairReport, missing_result
+from .codecs import dialect_for, dialects
+from .codecs.results import RepairAction, RepairKind, RepairReport, Results, missing_result
 from .codecs.results._common import DEFAULT_MAX_CALLS, Actions, CallCounter, Pair, clean_copy
 from .errors import UsageError
 from .registry import _rich
@@ -45,11 +46,8 @@ __all__ = ["encode_results", "history_messages", "repair_history", "remap_call_i
            "RepairAction", "RepairKind", "DEFAULT_MAX_CALLS"]
 
 
-def _dialect(provider: str) -> Any:
-    try:
-        return DIALECTS[provider]
-    except KeyError:
-        raise UsageError(f"unknown provider {provider!r}; expected one of: {', '.join(DIALECTS)}") from None
+def _dialect(provider: str) -> Results:
+    return dialect_for(provider).results
 
 
 def _checked(turn: Turn, results: Iterable[ToolResult]) -> dict[str, ToolResult]:
@@ -107,7 +105,7 @@ def _pairs(turn: Turn, by_local: dict[str, ToolResult]) -> list[Pair]:
     return [(c, by_local.get(c.local_id) or missing_result(c)) for c in turn.calls]
 
 
-def _answers(mod: Any, turn: Turn, pairs: list[Pair], echo_ids: bool) -> list[Message]:
+def _answers(mod: Results, turn: Turn, pairs: list[Pair], echo_ids: bool) -> list[Message]:
     """The dialect's answer to ``pairs`` as a list of messages (Anthropic and Gemini answer with one)."""
     encoded = mod.encode(turn, pairs, echo_ids=echo_ids)
     return encoded if isinstance(encoded, list) else [encoded]
@@ -250,8 +248,11 @@ def remap_call_ids(provider: str, messages: Iterable[Any], *, rule: str = "mistr
     import copy
     import re
 
-    if provider not in ("openai-chat", "anthropic"):
-        raise UsageError(f"remap_call_ids supports openai-chat and anthropic, not {provider!r}")
+    part = next((d.results for d in dialects() if d.id == provider), None)
+    if part is None or not part.renames_ids:
+        able = [d.id for d in dialects() if d.results.renames_ids]
+        listed = " and ".join(able) if len(able) <= 2 else ", ".join(able[:-1]) + " and " + able[-1]
+        raise UsageError(f"remap_call_ids supports {listed}, not {provider!r}")
     try:
         pattern, length = CALL_ID_RULES[rule]
     except KeyError:
@@ -278,22 +279,5 @@ def remap_call_ids(provider: str, messages: Iterable[Any], *, rule: str = "mistr
         used.add(mapping[old])
         return mapping[old]
 
-    for msg in out:
-        if not isinstance(msg, dict):
-            continue
-        if provider == "openai-chat":
-            for tc in msg.get("tool_calls") or ():
-                if isinstance(tc, dict) and "id" in tc:
-                    tc["id"] = new_id(tc["id"])
-            if msg.get("role") == "tool" and "tool_call_id" in msg:
-                msg["tool_call_id"] = new_id(msg["tool_call_id"])
-        else:
-            content = msg.get("content")
-            for block in content if isinstance(content, list) else ():
-                if not isinstance(block, dict):
-                    continue
-                if block.get("type") == "tool_use" and "id" in block:
-                    block["id"] = new_id(block["id"])
-                elif block.get("type") == "tool_result" and "tool_use_id" in block:
-                    block["tool_use_id"] = new_id(block["tool_use_id"])
+    part.rename_ids(out, new_id)
     return out, {k: v for k, v in mapping.items() if k != v}

@@ -20,8 +20,13 @@ import msgspec
 from .. import _log
 from ..types import CallKind, CallState, FinishReason, ProblemCode, StreamError, TokenUsage
 from .base import Codec, count
+from .capabilities import Capabilities, Limit, PERMANENT_STATUSES
+from .declare import anthropic as _declarations
+from .dialect import Dialect
+from .http import anthropic as _http
+from .results import anthropic as _results
 
-__all__ = ["AnthropicCodec"]
+__all__ = ["AnthropicCodec", "DIALECT", "CAPABILITIES"]
 
 _CLIENT_TOOL_BLOCKS = frozenset({"tool_use"})
 _SERVER_TOOL_BLOCKS = frozenset({"server_tool_use", "mcp_tool_use"})
@@ -500,3 +505,27 @@ class AnthropicCodec(Codec):
                     block["input"] = {}  # unparsable input is replaced when the history is repaired
             content.append(block)
         return {"role": "assistant", "content": content}
+
+
+# ---- the dialect record ---------------------------------------------------------------------------------------------
+CAPABILITIES = Capabilities(
+    dialect="anthropic", endpoint="POST /v1/messages",
+    name_pattern=r"[a-zA-Z0-9_-]{1,128}", name_max=128, name_source="Anthropic API error text",
+    max_tools=Limit(None, "not documented for Messages", documented=False),
+    schema_depth=Limit(None, "not documented", documented=False),
+    max_request_bytes=Limit(32 * 1024 * 1024, "Anthropic API: 413 request_too_large"),
+    tool_kinds_source="Anthropic Messages: every client tool takes a JSON Schema input",
+    schema_root="plain_object",
+    schema_root_source="Anthropic API errors: input_schema.type Field required / Input should be 'object'; "
+                       "input_schema does not support oneOf, allOf, or anyOf at the top level",
+    ids_echoed="tool_result.tool_use_id = tool_use.id; all results first in one user message",
+    signatures="thinking.signature and redacted_thinking.data, replayed verbatim before tool_use",
+    tool_turn_finish=("tool_use", "end_turn", "stop_sequence", "pause_turn"),
+    transient_statuses=(408, 409, 429, 500, 502, 503, 504, 529),
+    permanent_statuses=(400, 401, 402, 403, 404, 413, 422),
+    transient_error_types=("overloaded_error", "rate_limit_error", "api_error", "timeout_error"),
+    delay_hints=("retry-after-ms", "retry-after"),
+)
+
+DIALECT = Dialect(id="anthropic", codec=AnthropicCodec, declarations=_declarations.PART, results=_results.PART,
+                  capabilities=CAPABILITIES, http=_http.PART, sim="toolwire.sim._anthropic:Anthropic", order=20)

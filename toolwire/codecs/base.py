@@ -12,11 +12,12 @@ from typing import Any, ClassVar
 import msgspec
 
 from .. import _log
+from ..framing import SSEDecoder
 from ..limits import ENVELOPE_DEPTH, json_depth_exceeds
 from ..statemachine.assembler import Assembler
 from ..types import ProblemCode, StreamError, TokenUsage
 
-__all__ = ["Codec", "decode_error_message", "add", "count", "details", "usage_from"]
+__all__ = ["Codec", "Framing", "SSE", "decode_error_message", "add", "count", "details", "usage_from"]
 
 
 #: the largest count kept: OpenTelemetry attributes are 64-bit integers
@@ -67,14 +68,43 @@ def decode_error_message(exc: Exception) -> str:
     return str(exc)
 
 
+class Framing(msgspec.Struct, frozen=True, kw_only=True):
+    """How a dialect's streamed response body is cut into messages (``Codec.framing``).
+
+    ``name`` is the parser's format for it: ``StreamParser(provider, format=name)``, which the harness transport
+    asks for on every streamed response (``"sse"``, or a name of the dialect's own for a binary framing).
+    ``make(max_message_bytes)`` returns a new framer with the shape of those in ``toolwire.framing``:
+    ``feed(chunk) -> list`` and ``close() -> list``, never holding more than ``max_message_bytes`` of one
+    message (``FramingError``), and optionally ``has_pending``. With ``events``, its items carry ``.event`` (a
+    name or None) and ``.data`` (the payload bytes), as ``SSEMessage`` does; without, they are the payload
+    bytes. ``sniff(head)`` lets ``format="auto"`` recognise a binary framing from an input's first bytes: True
+    (it is this framing), False (it is not), None (too few bytes to tell yet); without it, ``auto`` never
+    picks this framing."""
+
+    name: str
+    make: Callable[[int], Any]
+    events: bool = True
+    sniff: Callable[[bytes], bool | None] | None = None
+
+
+#: Server-Sent Events (``toolwire.framing.SSEDecoder``): the framing of every streamed dialect but a binary one
+SSE = Framing(name="sse", make=SSEDecoder)
+
+
 class Codec:
     """Base class of a dialect codec. Subclasses set ``provider`` and implement ``on_payload``."""
 
     provider: ClassVar[str]
-    #: framing used by ``format="sse"`` streams of this dialect; whole bodies use "json"
+    #: how a streamed response body of this dialect is framed; whole bodies are JSON
+    framing: ClassVar[Framing] = SSE
+    #: the name of ``framing`` (the parser format of a streamed response)
     stream_format: ClassVar[str] = "sse"
     #: recover arguments from servers that resend instead of appending (OpenAI-compatible servers)
     recover_resends: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.stream_format = cls.framing.name
 
     def __init__(self) -> None:
         self.asm = Assembler(self.provider, recover_resends=self.recover_resends)

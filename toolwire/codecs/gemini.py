@@ -41,8 +41,13 @@ from msgspec import UNSET, UnsetType
 from .. import _log
 from ..types import CallState, FinishReason, ProblemCode, StreamError, TokenUsage
 from .base import Codec, count
+from .capabilities import Capabilities, Limit, PERMANENT_STATUSES
+from .declare import gemini as _declarations
+from .dialect import Dialect
+from .http import gemini as _http
+from .results import gemini as _results
 
-__all__ = ["GeminiCodec", "parse_json_path", "JSONPathError"]
+__all__ = ["GeminiCodec", "DIALECT", "CAPABILITIES", "parse_json_path", "JSONPathError"]
 
 
 # ---- wire Structs ---------------------------------------------------------------------------------------
@@ -635,3 +640,28 @@ class GeminiCodec(Codec):
             for entry in st.entries:
                 parts.append(entry.replay() if type(entry) is _Streamed else _ANY.decode(entry))
         return {"role": "model", "parts": parts}
+
+
+# ---- the dialect record ---------------------------------------------------------------------------------------------
+CAPABILITIES = Capabilities(
+    dialect="gemini", endpoint="POST models/{m}:generateContent / :streamGenerateContent",
+    name_pattern=r"[A-Za-z_][A-Za-z0-9_.:-]{0,127}", name_max=128,
+    name_source="google-genai types.py (FunctionDeclaration)",
+    max_tools=Limit(512, "Gemini API: function_declarations (older Vertex: 64)"),
+    schema_depth=Limit(None, "not documented", documented=False),
+    max_request_bytes=Limit(None, "not documented", documented=False),
+    param_name_pattern=r"[A-Za-z_][A-Za-z0-9_]{0,63}",
+    param_name_source="google-genai types.py (FunctionDeclaration.parameters)",
+    param_name_applies="openapi",
+    tool_kinds_source="Gemini: functionDeclarations only",
+    ids_echoed="functionResponse.id = functionCall.id when the call had one; name always",
+    signatures="thoughtSignature on the exact part (only the first of parallel calls)",
+    tool_turn_finish=("STOP",),
+    transient_statuses=(408, 429, 500, 502, 503, 504),
+    permanent_statuses=PERMANENT_STATUSES,
+    transient_error_types=("RESOURCE_EXHAUSTED", "UNAVAILABLE", "INTERNAL", "DEADLINE_EXCEEDED"),
+    delay_hints=("body: error.details[RetryInfo].retryDelay",),
+)
+
+DIALECT = Dialect(id="gemini", codec=GeminiCodec, declarations=_declarations.PART, results=_results.PART,
+                  capabilities=CAPABILITIES, http=_http.PART, sim="toolwire.sim._gemini:Gemini", order=40)

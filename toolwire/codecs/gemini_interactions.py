@@ -34,8 +34,13 @@ import msgspec
 from .. import _log
 from ..types import CallState, FinishReason, ProblemCode, StreamError, TokenUsage
 from .base import Codec, add, count
+from .capabilities import Capabilities, Limit, PERMANENT_STATUSES
+from .declare import gemini_interactions as _declarations
+from .dialect import Dialect
+from .http import gemini_interactions as _http
+from .results import gemini_interactions as _results
 
-__all__ = ["GeminiInteractionsCodec"]
+__all__ = ["GeminiInteractionsCodec", "DIALECT", "CAPABILITIES"]
 
 _STATUS = {
     "requires_action": FinishReason.TOOL_CALLS,
@@ -557,3 +562,25 @@ class GeminiInteractionsCodec(Codec):
             out.append(step)
         key = "outputs" if self._legacy else "steps"
         return {"id": self._interaction_id, key: out}
+
+
+# ---- the dialect record ---------------------------------------------------------------------------------------------
+CAPABILITIES = Capabilities(
+    dialect="gemini-interactions", endpoint="POST /v1beta/interactions",
+    name_pattern=r"[A-Za-z_][A-Za-z0-9_.:-]{0,127}", name_max=128,
+    name_source="Gemini Interactions: as generateContent (not documented separately)",
+    max_tools=Limit(None, "not documented", documented=False),
+    schema_depth=Limit(None, "not documented", documented=False),
+    max_request_bytes=Limit(None, "not documented", documented=False),
+    tool_kinds_source="Gemini Interactions: function tools only",
+    ids_echoed="function_result.call_id = function_call.id",
+    signatures="thought steps (signature) and thought_signature deltas",
+    tool_turn_finish=("requires_action", "completed"),
+    transient_statuses=(408, 409, 429, 500, 502, 503, 504),
+    permanent_statuses=PERMANENT_STATUSES,
+    transient_error_types=("RESOURCE_EXHAUSTED", "UNAVAILABLE", "INTERNAL"),
+    delay_hints=("retry-after", "retry-after-ms"),
+)
+
+DIALECT = Dialect(id="gemini-interactions", codec=GeminiInteractionsCodec, declarations=_declarations.PART, results=_results.PART,
+                  capabilities=CAPABILITIES, http=_http.PART, sim="toolwire.sim._interactions:Interactions", order=50)

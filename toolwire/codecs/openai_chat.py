@@ -24,8 +24,13 @@ import msgspec
 from .. import _log
 from ..types import CallKind, CallState, FinishReason, ProblemCode, StreamError, TokenUsage
 from .base import Codec, count, details
+from .capabilities import Capabilities, Limit, PERMANENT_STATUSES
+from .declare import openai_chat as _declarations
+from .dialect import Dialect
+from .http import openai_chat as _http
+from .results import openai_chat as _results
 
-__all__ = ["OpenAIChatCodec"]
+__all__ = ["OpenAIChatCodec", "DIALECT", "CAPABILITIES"]
 
 
 class _Function(msgspec.Struct, gc=False):
@@ -437,3 +442,37 @@ class OpenAIChatCodec(Codec):
         if ch is not None and ch.reasoning:
             msg["reasoning_content"] = "".join(ch.reasoning)
         return msg
+
+
+# ---- the dialect record ---------------------------------------------------------------------------------------------
+#: statuses the OpenAI APIs answer for a failure worth a retry
+OPENAI_TRANSIENT_STATUSES = (408, 409, 429, 500, 502, 503, 504)
+OPENAI_SCHEMA_ROOT = ("OpenAI API error invalid_function_parameters: schema must be a JSON Schema of "
+                      "'type: \"object\"', got 'type: \"array\"' (or \"None\")")
+OPENAI_ARRAY_ITEMS = "OpenAI API error invalid_function_parameters: array schema missing items"
+
+CAPABILITIES = Capabilities(
+    dialect="openai-chat", endpoint="POST /v1/chat/completions",
+    name_pattern=r"[a-zA-Z0-9_-]{1,64}", name_max=64,
+    name_source="openai-python types (function_definition.py)",
+    max_tools=Limit(128, "OpenAI API error array_above_max_length on tools"),
+    schema_depth=Limit(10, "OpenAI Structured Outputs: strict mode nesting (older limit 5)", documented=True,
+                       applies="strict"),
+    max_request_bytes=Limit(None, "not documented", documented=False),
+    max_schema_properties=Limit(5000, "OpenAI Structured Outputs: strict mode properties", applies="strict"),
+    max_enum_values=Limit(1000, "OpenAI Structured Outputs: strict mode enum values", applies="strict"),
+    tool_kinds=("function", "custom"),
+    tool_kinds_source="openai-python types (chat_completion_custom_tool_param.py)",
+    schema_root="object", schema_root_source=OPENAI_SCHEMA_ROOT, array_items=True,
+    array_items_source=OPENAI_ARRAY_ITEMS,
+    ids_echoed="tool message tool_call_id = tool_calls[].id",
+    signatures="none (Gemini's compatible endpoint: tool_calls[].extra_content.google.thought_signature)",
+    tool_turn_finish=("tool_calls", "stop", "function_call"),
+    transient_statuses=OPENAI_TRANSIENT_STATUSES + (520, 522, 524),
+    permanent_statuses=PERMANENT_STATUSES,
+    transient_error_types=("server_error", "rate_limit_exceeded", "overloaded_error", "api_error"),
+    delay_hints=("retry-after-ms", "retry-after"),
+)
+
+DIALECT = Dialect(id="openai-chat", codec=OpenAIChatCodec, declarations=_declarations.PART, results=_results.PART,
+                  capabilities=CAPABILITIES, http=_http.PART, sim="toolwire.sim._chat:OpenAIChat", order=10)

@@ -32,8 +32,14 @@ import msgspec
 from .. import _log
 from ..types import CallKind, CallState, FinishReason, ProblemCode, StreamError, StreamFailed, TokenUsage
 from .base import Codec, count, details
+from .capabilities import Capabilities, Limit, PERMANENT_STATUSES
+from .declare import openai_responses as _declarations
+from .dialect import Dialect
+from .http import openai_responses as _http
+from .openai_chat import OPENAI_ARRAY_ITEMS, OPENAI_SCHEMA_ROOT, OPENAI_TRANSIENT_STATUSES
+from .results import openai_responses as _results
 
-__all__ = ["OpenAIResponsesCodec"]
+__all__ = ["OpenAIResponsesCodec", "DIALECT", "CAPABILITIES"]
 
 _FUNCTION = "function_call"
 _CUSTOM = "custom_tool_call"
@@ -764,3 +770,29 @@ class OpenAIResponsesCodec(Codec):
                 item["input" if st.type == _CUSTOM else "arguments"] = text
             out.append(item)
         return out
+
+
+# ---- the dialect record ---------------------------------------------------------------------------------------------
+CAPABILITIES = Capabilities(
+    dialect="openai-responses", endpoint="POST /v1/responses",
+    name_pattern=r"[a-zA-Z0-9_-]{1,64}", name_max=64,
+    name_source="OpenAI Responses function tools (the Chat Completions rule)",
+    max_tools=Limit(128, "OpenAI API error array_above_max_length on tools"),
+    schema_depth=Limit(10, "OpenAI Structured Outputs: strict mode nesting", applies="strict"),
+    max_request_bytes=Limit(None, "not documented", documented=False),
+    max_schema_properties=Limit(5000, "OpenAI Structured Outputs: strict mode properties", applies="strict"),
+    max_enum_values=Limit(1000, "OpenAI Structured Outputs: strict mode enum values", applies="strict"),
+    tool_kinds=("function", "custom"), tool_kinds_source="openai-python types (custom_tool_param.py)",
+    schema_root="object", schema_root_source=OPENAI_SCHEMA_ROOT, array_items=True,
+    array_items_source=OPENAI_ARRAY_ITEMS,
+    ids_echoed="function_call_output.call_id = function_call.call_id (not the fc_ item id)",
+    signatures="reasoning items (encrypted_content) replayed before their function_call",
+    tool_turn_finish=("completed",),
+    transient_statuses=OPENAI_TRANSIENT_STATUSES,
+    permanent_statuses=PERMANENT_STATUSES,
+    transient_error_types=("server_error", "rate_limit_exceeded", "server_is_overloaded"),
+    delay_hints=("retry-after-ms", "retry-after"),
+)
+
+DIALECT = Dialect(id="openai-responses", codec=OpenAIResponsesCodec, declarations=_declarations.PART, results=_results.PART,
+                  capabilities=CAPABILITIES, http=_http.PART, sim="toolwire.sim._responses:OpenAIResponses", order=30)

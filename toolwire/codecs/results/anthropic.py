@@ -18,6 +18,7 @@ and merged there; duplicates and orphans dropped); any other content of that mes
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ...registry.content import Part, ResourcePart
@@ -39,9 +40,10 @@ from ._common import (
     split_results,
     wire_id,
 )
+from ._part import Results
 from ._parts import ANTHROPIC_IMAGES, PDF, joined, media, pieces
 
-__all__ = ["PROVIDER", "encode", "replay", "repair"]
+__all__ = ["PROVIDER", "PART", "encode", "replay", "repair"]
 
 PROVIDER = "anthropic"
 #: the longest ``uri`` given as a document's ``title`` (a longer one stays in the words before it only)
@@ -252,3 +254,37 @@ def repair(msgs: list[Any], *, echo_ids: bool = True, counter: CallCounter) -> t
             msg["content"] = remaining
         out.append(msg)
     return out, actions
+
+
+class AnthropicResults(Results):
+    """Anthropic tool_result blocks, replay and repair (see the module docstring)."""
+
+    dialect = PROVIDER
+    renames_ids = True
+
+    def encode(self, turn: Turn, pairs: list[Pair], *, echo_ids: bool = True) -> Any:
+        return encode(turn, pairs, echo_ids=echo_ids)
+
+    def replay(self, turn: Turn, calls: list[ToolCall]) -> list[Any]:
+        return replay(turn, calls)
+
+    def repair(self, messages: list[Any], *, echo_ids: bool = True, counter: CallCounter
+               ) -> tuple[list[Any], Actions]:
+        return repair(messages, echo_ids=echo_ids, counter=counter)
+
+    def rename_ids(self, messages: list[Any], new_id: Callable[[Any], Any]) -> None:
+        """Every ``tool_use`` block's ``id`` and every ``tool_result`` block's ``tool_use_id``."""
+        for msg in messages:
+            if not isinstance(msg, dict):
+                continue
+            content = msg.get("content")
+            for block in content if isinstance(content, list) else ():
+                if not isinstance(block, dict):
+                    continue
+                if block.get("type") == "tool_use" and "id" in block:
+                    block["id"] = new_id(block["id"])
+                elif block.get("type") == "tool_result" and "tool_use_id" in block:
+                    block["tool_use_id"] = new_id(block["tool_use_id"])
+
+
+PART = AnthropicResults()
