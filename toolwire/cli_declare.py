@@ -147,7 +147,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     pd.add_argument("--strict", action="store_true",
                     help="constrain arguments to the schema (OpenAI: strict schema rewrite; Gemini: VALIDATED)")
     pd.add_argument("--schema-mode", default="json_schema", choices=SCHEMA_MODES,
-                    help="gemini only: json_schema (parametersJsonSchema, default) or openapi (parameters)")
+                    help="gemini only: json_schema (a JSON Schema, default) or openapi (Google's OpenAPI subset)")
     pd.set_defaults(func=_cmd_declare)
 
     pa = sub.add_parser("audit", parents=[common],

@@ -18,7 +18,11 @@ string for OpenAI ``arguments``, an object for Anthropic ``input``, Gemini ``arg
 
 Calls without the id a provider requires (a Chat server that sent none) are answered under a synthetic id made
 of the response id and the call's ``local_id``; the replayed call carries the same id. ``echo_ids`` matters only
-for Gemini: False leaves ``functionResponse.id`` out (endpoints that reject it, such as Vertex Express).
+for Gemini: False leaves the call id out of its function responses (endpoints that refuse it, such as Vertex
+Express).
+
+Each dialect's part of this (the answer's shape, the replay, the repair rules) is its ``Results`` part
+(``toolwire.codecs.results``), which its module's docstring describes; this module pairs, checks and chooses.
 
 Text that UTF-8 cannot encode (surrogate code points, which ``json.loads`` makes from ``"\\ud800"``) would make
 the next request impossible to send: what these functions return never holds any. ``encode_results`` and
@@ -115,9 +119,10 @@ def encode_results(turn: Turn, results: Iterable[ToolResult], *, echo_ids: bool 
     """The provider-native messages answering the calls of ``turn``, in call order: always a list, to append
     to (or send as) the conversation.
 
-    Chat: one ``tool`` message per call; Responses: the output items; Anthropic: one user message holding every
-    ``tool_result`` block; Gemini: one user content holding every ``functionResponse`` part; Interactions: one
-    ``function_result`` step per call. Every call of the replayed assistant message is answered exactly once;
+    Chat: one tool message per call; Responses: the output items; Anthropic: one user message holding every
+    result block; Gemini: one user content holding every function response part; Interactions: one result step
+    per call (each dialect's ``Results`` part says how). Every call of the replayed assistant message is answered
+    exactly once;
     in a turn of several choices, that is the choice of the calls the results answer (see the module
     docstring).
 
@@ -177,14 +182,14 @@ def repair_history(provider: str, messages: Iterable[Any], *, echo_ids: bool = T
     changed (``RepairReport.actions``: typed ``RepairAction`` records). The input is not modified. A history of
     messages (``list[Message]``) is repaired into one; anything else in the list is kept where it is.
 
-    Chat: one ``tool`` message per ``tool_calls`` id right after its assistant message. Anthropic: the user
-    message after an assistant message with ``tool_use`` blocks starts with all its ``tool_result`` blocks.
-    Gemini: the content after a model content with ``functionCall`` parts has one ``functionResponse`` per
-    call (``id`` exactly when the call had one and ``echo_ids``; ``response`` an object), and in the current
-    turn a model content whose calls carry no ``thoughtSignature`` gets the documented
-    ``skip_thought_signature_validator`` on its first call (Gemini 3 refuses it otherwise). Responses: every
-    call item has one output item after its turn, and reasoning items stay right before the item they precede.
-    Interactions (a list of steps): every ``function_call`` has one ``function_result``. Missing results are
+    Chat: one tool message per call id right after its assistant message. Anthropic: the user message after an
+    assistant message with call blocks starts with all its result blocks. Gemini: the content after a model
+    content with function call parts has one function response per call (with the call's id exactly when the
+    call had one and ``echo_ids``; its response an object), and in the current turn a model content whose calls
+    carry no thought signature gets the documented ``skip_thought_signature_validator`` on its first call
+    (Gemini 3 refuses it otherwise). Responses: every call item has one output item after its turn, and reasoning
+    items stay right before the item they precede. Interactions (a list of steps): every call step has one result
+    step. (Each dialect's ``Results.repair``, described in its module, applies its rules.) Missing results are
     inserted as errors ("no result was recorded for this call"), duplicates and orphans dropped, misplaced ones
     moved, malformed arguments replaced by the accepted form, a call repeating another call's id in its turn
     renamed, text UTF-8 cannot encode made encodable.

@@ -10,7 +10,7 @@ Codecs (one per dialect) translate wire events into calls on this object: ``open
   truncates every open call and puts the stream in a terminal state (later payloads are ignored).
 * A clean end while a call is still open (``fail_unterminated``) is a protocol error on the whole turn.
 * ``end_of_stream()`` truncates every call still open and records ``stream_cut`` when no terminal event came.
-* ``stream_ended()`` records the stream's terminator (Chat ``[DONE]``, Anthropic ``message_stop`` …): a payload
+* ``stream_ended()`` records the stream's terminator (Chat ``[DONE]``, Anthropic's message stop event …): a payload
   after it is never read as the dialect's data (``Codec.feed_payloads`` makes it a protocol error).
 """
 
@@ -241,8 +241,8 @@ class Assembler:
         self._ended(rec)
 
     def terminate(self, rec: CallRecord | None) -> None:
-        """The terminator of an indexed block or step arrived (Anthropic ``content_block_stop``, Interactions
-        ``step.stop``): complete ``rec`` if it is still open. Streamed fragments replace the placeholder value
+        """The terminator of an indexed block or step arrived (an Anthropic block's or an Interactions step's
+        stop event): complete ``rec`` if it is still open. Streamed fragments replace the placeholder value
         given at the start (``input: {}``, ``arguments: {}``); a client call still without a name fails."""
         if rec is None or not rec.is_open:
             return
@@ -259,7 +259,7 @@ class Assembler:
             return
         raw = rec.raw
         if not raw.strip():
-            rec.args = {}  # no-argument tools stream nothing (Anthropic partial_json "" only)
+            rec.args = {}  # no-argument tools stream nothing (Anthropic: one empty fragment only)
             return
         try:
             value = _json_decode(raw)
