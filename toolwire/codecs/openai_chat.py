@@ -21,7 +21,6 @@ from typing import Any
 
 import msgspec
 
-from .. import _log
 from ..types import CallKind, CallState, FinishReason, ProblemCode, StreamError, TokenUsage
 from .base import Codec, count, details
 from .capabilities import Capabilities, Limit, PERMANENT_STATUSES
@@ -208,6 +207,7 @@ def _error_from(value: Any, fallback_type: str = "api_error") -> StreamError:
 class OpenAIChatCodec(Codec):
     provider = "openai-chat"
     recover_resends = True
+    finish_terminates_calls = True  # a choice's finish_reason is its calls' terminator
 
 
     @staticmethod
@@ -228,29 +228,23 @@ class OpenAIChatCodec(Codec):
         asm = self.asm
         if data[:6] == b"[DONE]":
             self.done = True
-            asm.understood += 1
             asm.stream_ended("[DONE]")
             return
         try:
             chunk = _DECODER.decode(data)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            self.bad_payload(exc, data)
+            self.unrecognised(exc, data)
             return
         if chunk.error is not None and chunk.error is not False:
-            asm.understood += 1
             asm.stream_error(_error_from(chunk.error))
             return
         if chunk.object == "error" or event == "error":
-            asm.understood += 1
             asm.stream_error(_error_from({"message": chunk.message, "type": chunk.type, "code": chunk.code}))
             return
         choices = chunk.choices
         if choices is None:
-            if _log.enabled(_log.DEBUG):
-                _log.emit(_log.DEBUG, "payload.skipped", provider=self.provider, reason="no choices",
-                          type=chunk.object, position=asm.position)
+            self.skip("no choices", type=chunk.object)
             return
-        asm.understood += 1
         if chunk.id and asm.response_id is None:
             asm.response_id = chunk.id
         if chunk.model and asm.model is None:
@@ -291,7 +285,7 @@ class OpenAIChatCodec(Codec):
             if rec is not None and rec.state is _ACC:
                 args = fn.arguments
                 if args:
-                    rec.frags.append(args if isinstance(args, str) else self.to_text(args))
+                    rec.add(args if isinstance(args, str) else self.to_text(args))
                 return
         asm = self.asm
         if st.finished:
@@ -355,7 +349,7 @@ class OpenAIChatCodec(Codec):
             if tc.extra_content is not None and "extra_content" not in rec.meta:
                 rec.meta["extra_content"] = tc.extra_content
         if args is not None and args != "":
-            asm.append_or_fail(rec, args if isinstance(args, str) else self.to_text(args))
+            rec.add(args if isinstance(args, str) else self.to_text(args))
 
     @staticmethod
     def _starts_new_call(st: _ChoiceCalls, rec: Any, name: str, args: Any) -> bool:
@@ -391,25 +385,10 @@ class OpenAIChatCodec(Codec):
         return True
 
     def _finish(self, choice: int, st: _ChoiceCalls, raw: str) -> None:
-        asm = self.asm
-        reason = _FINISH.get(raw, FinishReason.OTHER)
-        if reason is FinishReason.TOOL_CALLS or reason is FinishReason.STOP:
-            for rec in asm.open_records(choice):
-                if rec.name is None:
-                    asm.fail(rec, ProblemCode.MISSING_NAME, "the call ended without a tool name")
-                else:
-                    asm.complete(rec)
         st.finished = True
         st.shapes.clear()
-        asm.finish_choice(choice, reason, raw)
-
-    def on_close(self) -> None:
-        asm = self.asm
-        if not asm.failed and self._choices:
-            unfinished = [i for i, st in self._choices.items() if not st.finished]
-            if not unfinished:
-                asm.finished = True
-        asm.end_of_stream()
+        # a clean finish completes the choice's open calls (finish_terminates_calls)
+        self.asm.end_choice(choice, _FINISH.get(raw, FinishReason.OTHER), raw, f"finish_reason of choice {choice}")
 
     def assistant_message(self) -> Any:
         """``{"role": "assistant", "content": …, "tool_calls": […]}`` for choice 0, arguments as received."""

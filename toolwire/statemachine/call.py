@@ -2,7 +2,12 @@
 
 Triggers are methods (``receive``, ``finish``, ``truncate``, ``fail``, ``reject``, ``dispatch``, ``answer``)
 that go through ``transitions``; an invalid one logs ``call.invalid_transition`` and raises ``InvalidTransition``.
-``append`` is the per-fragment hot path: a plain state check equivalent to the table's internal transition.
+
+``add`` is the per-fragment hot path codecs use: while the call accumulates it is the fragment list's own
+``append`` (equivalent to the table's internal transition, at the cost of a list append), and in every other
+state the checked path (``checked``: the assembler's ``append_or_fail``, which starts accumulating on the first
+fragment and fails a call that already ended); every transition points it at the right one. ``append`` is the
+checked path of a record without an assembler.
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ class CallRecord:
     __slots__ = (
         "state", "provider", "local_id", "call_id", "name", "kind", "index", "choice", "server", "server_type",
         "frags", "initial", "final", "args", "raw", "problem", "meta", "history", "emitted", "position_of",
-        "alias_ids", "announced_at", "nchars", "__weakref__",
+        "alias_ids", "announced_at", "nchars", "add", "checked", "__weakref__",
     )
 
     def __init__(self, *, provider: str, local_id: str, call_id: str | None, name: str | None,
@@ -72,6 +77,9 @@ class CallRecord:
         self.alias_ids: list[str] | None = None
         self.announced_at = position_of() if position_of is not None else None
         self.nchars = 0  # argument characters reported so far (checked against the turn's limit)
+        #: the checked path for a fragment (the assembler puts its ``append_or_fail`` here) and the path in use
+        self.checked: Any = self.append
+        self.add: Any = self.checked
         MACHINE.add_model(self)
 
     @classmethod
@@ -104,6 +112,7 @@ class CallRecord:
         rec.announced_at = call.announced_at
         rec.nchars = len(call.raw_arguments)
         rec.history = [Step(t.trigger, t.src, t.dst, t.position) for t in call.history]
+        rec.checked = rec.add = rec.append
         MACHINE.add_model(rec, initial=call.state)
         return rec
 
@@ -127,6 +136,7 @@ class CallRecord:
             raise InvalidTransition(call_id=self.call_id, local_id=self.local_id, state=src.value,
                                     trigger=trigger.value) from None
         dst = self.state
+        self.add = self.frags.append if dst is _ACCUMULATING else self.checked
         pos = self.position_of() if self.position_of is not None else None
         self.history.append(Step(trigger.value, src, dst, pos))
         if _log.enabled(_log.DEBUG):
