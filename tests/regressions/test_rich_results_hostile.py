@@ -1,21 +1,25 @@
 """Rich results attacked the way a hostile user would (docs/failure-modes.md 50): an image whose bytes are of another
 type than its ``mime_type`` says, or of no image type at all; an ``OutcomeUnknown`` whose reason cannot be
 printed; a ``ToolError`` whose content cannot be read; a ``ToolResult`` built by hand with parts as dicts or raw
-bytes. Before, a JPEG labelled ``image/png`` went to Anthropic as it was, which refuses it ("The image was specified
+bytes; an argument validator raising ``ToolError`` or an exception that cannot be printed. Before, a JPEG labelled ``image/png`` went to Anthropic as it was, which refuses it ("The image was specified
 using the image/png media type, but the image appears to be a image/jpeg image") in every later request of the
 conversation, so the user got only the fallback from then on; the write of an ``OutcomeUnknown(reason)`` whose
 ``str()`` raises made ``Dispatcher.run`` raise after its effect; a ``ToolError`` subclass whose ``content`` raises
 did the same; and ``encode_results`` / ``history_messages`` raised ``AttributeError`` or ``TypeError`` for dict
-parts and bytes, which the dispatcher takes."""
+parts and bytes, which the dispatcher takes. A ``__post_init__`` raising ``ToolError(Content(...))`` told the model
+only "the tool answered with an error", and one raising an exception whose ``str()`` raises made the dispatch
+raise."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import json
 from contextlib import aclosing
 from typing import Any
 
+import msgspec
 import pytest
 
 import toolwire
@@ -154,7 +158,7 @@ def test_a_pdf_resource_that_is_no_pdf_is_described(provider):
 
 
 # ==== handlers whose exceptions misbehave =======================================================================
-class Unprintable:
+class UnprintableReason:
     def __str__(self) -> str:
         raise RuntimeError("this reason cannot be printed")
 
@@ -189,7 +193,7 @@ def test_a_write_raising_outcome_unknown_with_an_unprintable_reason_is_outcome_u
     def save(key: str) -> str:
         """Save."""
         runs.append(key)
-        raise OutcomeUnknown(Unprintable())  # type: ignore[arg-type]
+        raise OutcomeUnknown(UnprintableReason())  # type: ignore[arg-type]
 
     dispatcher = Dispatcher(Registry([Tool.from_function(save, effect="write")]),
                             ledger=SQLiteLedger(str(tmp_path / "ledger.db")))
@@ -235,3 +239,55 @@ def test_hand_built_parts_as_dicts_or_bytes_encode_as_the_typed_parts(provider):
                     ImagePart(data=base64.b64decode(PNG), mime_type="image/png")])  # type: ignore[arg-type]
     assert toolwire.encode_results(turn, [loose]) == toolwire.encode_results(turn, [typed])
     assert toolwire.history_messages(turn, [loose]) == toolwire.history_messages(turn, [typed])
+
+
+# ==== argument validators =========================================================================================
+class Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("this exception cannot be printed")
+
+
+class Place(msgspec.Struct):
+    name: str
+
+    def __post_init__(self) -> None:
+        if self.name == "Atlantis":
+            raise ToolError(Content(parts=[TextPart(text="Atlantis is no place with weather.")]))
+        if self.name == "Nowhere":
+            raise Unprintable()
+
+
+@dataclasses.dataclass
+class Town:
+    name: str
+
+    def __post_init__(self) -> None:
+        if self.name == "Atlantis":
+            raise ToolError([TextPart(text="Atlantis is no town with weather.")])
+        if self.name == "Nowhere":
+            raise Unprintable()
+
+
+def forecast(place: Place) -> str:
+    """The forecast of a place."""
+    return "sunny"
+
+
+def town_forecast(town: Town) -> str:
+    """The forecast of a town."""
+    return "sunny"
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("fn, field", [(forecast, "place"), (town_forecast, "town")])
+def test_an_argument_validator_raising_tool_error_or_an_unprintable_exception_is_invalid_arguments(fn, field, mode):
+    """A Struct's or dataclass's __post_init__ raising ToolError(Content or parts): invalid_arguments telling the
+    model the content's text; one raising an exception whose str() raises: invalid_arguments naming its type.
+    Nothing runs, the dispatch never raises."""
+    dispatcher = Dispatcher(Registry([Tool.from_function(fn, effect="write")]))
+    turn = turn_of("anthropic", (fn.__name__, {field: {"name": "Atlantis"}}),
+                   (fn.__name__, {field: {"name": "Nowhere"}}))
+    atlantis, nowhere = _dispatch(dispatcher, turn, mode)
+    assert atlantis.kind is K.INVALID_ARGUMENTS and nowhere.kind is K.INVALID_ARGUMENTS
+    assert "Atlantis is no" in atlantis.content and "with weather." in atlantis.content
+    assert "Unprintable" in nowhere.content
