@@ -1,14 +1,15 @@
 """Rich results attacked the way a hostile user would (docs/failure-modes.md 50): an image whose bytes are of another
 type than its ``mime_type`` says, or of no image type at all; an ``OutcomeUnknown`` whose reason cannot be
 printed; a ``ToolError`` whose content cannot be read; a ``ToolResult`` built by hand with parts as dicts or raw
-bytes; an argument validator raising ``ToolError`` or an exception that cannot be printed. Before, a JPEG labelled ``image/png`` went to Anthropic as it was, which refuses it ("The image was specified
-using the image/png media type, but the image appears to be a image/jpeg image") in every later request of the
+bytes; an argument validator raising ``ToolError`` or an exception that cannot be printed.
+
+Before, a JPEG labelled ``image/png`` went to Anthropic as it was, which refuses it ("The image was specified using
+the image/png media type, but the image appears to be a image/jpeg image") in every later request of the
 conversation, so the user got only the fallback from then on; the write of an ``OutcomeUnknown(reason)`` whose
 ``str()`` raises made ``Dispatcher.run`` raise after its effect; a ``ToolError`` subclass whose ``content`` raises
-did the same; and ``encode_results`` / ``history_messages`` raised ``AttributeError`` or ``TypeError`` for dict
-parts and bytes, which the dispatcher takes. A ``__post_init__`` raising ``ToolError(Content(...))`` told the model
-only "the tool answered with an error", and one raising an exception whose ``str()`` raises made the dispatch
-raise."""
+did the same; ``encode_results`` / ``history_messages`` raised ``AttributeError`` or ``TypeError`` for dict parts
+and bytes, which the dispatcher takes. A ``__post_init__`` raising ``ToolError(Content(...))`` told the model only
+"the tool answered with an error", and one raising an exception whose ``str()`` raises made the dispatch raise."""
 
 from __future__ import annotations
 
