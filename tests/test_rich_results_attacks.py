@@ -3,7 +3,7 @@ write completed in one process and replayed from SQLite and PostgreSQL by a Disp
 nested in ``ToolError``; ``OutcomeUnknown`` with a reason of 10 MB or of another type; 100,000 parts from an async
 handler; structured JSON with NaN and integer keys; subclasses of the part types; images just under and just over
 the cap; histories of rich results through JSON and ``repair_history``; the spans of a ``stream()`` abandoned
-without closing it."""
+without closing it; ``toolwire chat --json`` whose tool answers with an image."""
 
 from __future__ import annotations
 
@@ -264,3 +264,40 @@ def test_a_stream_abandoned_without_closing_ends_its_spans():
     assert "invoke_agent" in names and not names["invoke_agent"].status.is_ok
     EXPORTER.clear()
 
+
+
+# ==== the command line ============================================================================================
+TOOLS_MODULE = textwrap.dedent('''
+    import toolwire
+    from toolwire import Content, ImagePart, TextPart
+
+    JPEG = {jpeg!r}
+
+    def lookup_demo_value(key: str) -> Content:
+        """Look up one of the user's stored values: height or weight."""
+        return Content(parts=[TextPart(text="170 cm"), ImagePart(data=JPEG, mime_type="image/png")],
+                       structured={{"key": key, "value": "170 cm", "confidence": float("nan")}})
+
+    TOOLS = [toolwire.Tool.from_function(lookup_demo_value, effect="read")]
+''')
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_chat_json_with_a_rich_answer_prints_the_contract(provider, tmp_path):
+    """``toolwire chat --json`` whose tool answers with an image labelled wrongly and NaN in structured: exit 0,
+    the JSON document, the model's answer (no fallback)."""
+    from toolwire.sim import SimProvider
+
+    from .rich import JPEG
+
+    (tmp_path / "richtools.py").write_text(TOOLS_MODULE.format(jpeg=JPEG))
+    keys = {name: "sim-key-0123" for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY")}
+    with SimProvider(seed=3).serve() as url:
+        out = subprocess.run([sys.executable, "-m", "toolwire", "chat", "--provider", provider, "--model", "m",
+                              "--tools", "richtools", "--base-url", url, "--json", "How tall am I?"],
+                             capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                             env={**os.environ, **keys, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr
+    document = json.loads(out.stdout)
+    assert document["fallback"] is False and document["answer"]
+    assert [c["result_kind"] for c in document["calls"]] == ["ok"]

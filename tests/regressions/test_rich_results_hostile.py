@@ -108,6 +108,8 @@ def test_a_jpeg_labelled_png_reaches_the_provider_as_a_jpeg(provider, mode):
             TextPart(text="170 cm"), ImagePart(data=JPEG, mime_type="image/png")])))
         answers = sent_answers(sim, provider)
     assert not result.fallback, result.reason
+    for message in answers:
+        check_sdk(provider, message)
     assert media_of(provider, answers) == ([] if provider == "openai-chat" else [("image/jpeg", JPEG)])
 
 
@@ -122,6 +124,8 @@ def test_bytes_of_no_image_type_are_described_not_sent_as_an_image(provider, mod
                                                             ImagePart(data=NOT_AN_IMAGE, mime_type="image/png")]))
         answers = sent_answers(sim, provider)
     assert not result.fallback, result.reason
+    for message in answers:
+        check_sdk(provider, message)
     assert media_of(provider, answers) == []
     assert "[image: image/png, 34 bytes" in json.dumps(answers)
 
