@@ -301,3 +301,31 @@ def test_chat_json_with_a_rich_answer_prints_the_contract(provider, tmp_path):
     document = json.loads(out.stdout)
     assert document["fallback"] is False and document["answer"]
     assert [c["result_kind"] for c in document["calls"]] == ["ok"]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_an_opted_in_span_carries_a_rich_result_in_words_never_its_media(mode):
+    """With log_arguments=True the execute_tool span's result is the answer's text form: the image is described,
+    its base64 is not there (nor an API key in its text)."""
+    pytest.importorskip("opentelemetry.sdk")
+    import toolwire.logs
+
+    from .otel_support import EXPORTER, finished
+
+    key = "sk-attack-0123456789abcdef"
+    big = base64.b64encode(base64.b64decode(PNG) + b"\0" * 3000).decode()
+    dispatcher = answering(Content(parts=[TextPart(text=f"the map ({key}):"), ImagePart(data=big,
+                                                                                        mime_type="image/png")]))
+    turn = turn_of("anthropic", ("show", {"n": 1}))
+    EXPORTER.clear()
+    toolwire.logs.configure_logging("json", "warning", log_arguments=True)
+    try:
+        [r] = (dispatcher.run(turn, conversation_id="c") if mode == "sync"
+               else asyncio.run(dispatcher.arun(turn, conversation_id="c")))
+    finally:
+        toolwire.logs.configure_logging()
+    [span] = [s for s in finished() if s.name == "execute_tool show"]
+    shown = span.attributes["gen_ai.tool.call.result"]
+    assert r.kind is K.OK and "[image: image/png, 3070 bytes" in shown
+    assert big[:40] not in shown and key not in shown
+    EXPORTER.clear()

@@ -49,7 +49,7 @@ def spans():
 def opted_in():
     toolwire.logs.configure_logging("json", "warning", log_arguments=True)
     yield
-    toolwire.logs.configure_logging("json", "warning", log_arguments=False)
+    toolwire.logs.configure_logging()
 
 
 def lookup_demo_value(key: str) -> dict:
@@ -156,10 +156,12 @@ def test_credentials_in_the_base_url_reach_no_log_line_and_no_span(provider):
     """``http://user:password@host`` as the base URL: the password is in no log event and no span."""
     toolwire.logs.configure_logging("json", "debug")
     sim = SimProvider(seed=5)
-    with sim.serve() as url, capture_logs() as logs:
-        sim.plan([Fault.status(503), Fault.status(400)])
-        run(provider, url.replace("http://", "http://someone:pa55-w0rd-secret@"), "sync")
-    toolwire.logs.configure_logging("json", "warning")
+    try:
+        with sim.serve() as url, capture_logs() as logs:
+            sim.plan([Fault.status(503), Fault.status(400)])
+            run(provider, url.replace("http://", "http://someone:pa55-w0rd-secret@"), "sync")
+    finally:
+        toolwire.logs.configure_logging()
     assert [e for e in logs if e["event"] == "http.error"]
     assert [e["event"] for e in logs if "pa55-w0rd-secret" in json.dumps(e, default=str)] == []
     assert [where for where, text in span_strings() if "pa55-w0rd-secret" in text] == []
