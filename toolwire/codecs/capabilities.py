@@ -1,10 +1,10 @@
 """Provider differences as data (docs/architecture.md): one capabilities record per dialect and endpoint.
 
 Each dialect's record is part of its ``Dialect`` (``toolwire.codecs.dialect``), written in its dialect module;
-``capabilities_for`` and ``CAPABILITIES`` read them from the registry. Codecs, the registry (name checks when declaring), the retry policy and ``toolwire audit`` read these records;
-nothing else hard-codes a provider limit. Every value names its source (a provider's documentation, an SDK type or
-an error text); values the providers do not document are marked ``documented=False`` and say what was observed
-instead.
+``capabilities_for`` and ``CAPABILITIES`` read them from the registry. Codecs, the registry (name checks when
+declaring), the retry policy and ``toolwire audit`` read these records; nothing else hard-codes a provider limit.
+Every value names its source (a provider's documentation, an SDK type or an error text); values the providers do
+not document are marked ``documented=False`` and say what was observed instead.
 """
 
 from __future__ import annotations

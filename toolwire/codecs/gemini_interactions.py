@@ -564,5 +564,6 @@ CAPABILITIES = Capabilities(
     delay_hints=("retry-after", "retry-after-ms"),
 )
 
-DIALECT = Dialect(id="gemini-interactions", codec=GeminiInteractionsCodec, declarations=_declarations.PART, results=_results.PART,
-                  capabilities=CAPABILITIES, http=_http.PART, sim="toolwire.sim._interactions:Interactions", order=50)
+DIALECT = Dialect(id="gemini-interactions", codec=GeminiInteractionsCodec, declarations=_declarations.PART,
+                  results=_results.PART, capabilities=CAPABILITIES, http=_http.PART,
+                  sim="toolwire.sim._interactions:Interactions", order=50)

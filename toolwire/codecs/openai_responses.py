@@ -783,5 +783,6 @@ CAPABILITIES = Capabilities(
     delay_hints=("retry-after-ms", "retry-after"),
 )
 
-DIALECT = Dialect(id="openai-responses", codec=OpenAIResponsesCodec, declarations=_declarations.PART, results=_results.PART,
-                  capabilities=CAPABILITIES, http=_http.PART, sim="toolwire.sim._responses:OpenAIResponses", order=30)
+DIALECT = Dialect(id="openai-responses", codec=OpenAIResponsesCodec, declarations=_declarations.PART,
+                  results=_results.PART, capabilities=CAPABILITIES, http=_http.PART,
+                  sim="toolwire.sim._responses:OpenAIResponses", order=30)

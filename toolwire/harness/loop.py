@@ -517,9 +517,9 @@ class ToolLoop:
 
     ``provider`` is a dialect id; ``model`` the model name; ``base_url`` points at the provider (or at
     ``toolwire.sim``); the API key comes from ``api_key`` or the usual environment variable. ``echo_ids=False``
-    leaves the call id out of Gemini's function responses, for endpoints that refuse it (Vertex Express). ``run(prompt)``
-    returns a ``LoopResult`` and never raises for a provider's or a model's failure (the fallback message is
-    the answer then); it raises ``UsageError`` for misuse.
+    leaves the call id out of Gemini's function responses, for endpoints that refuse it (Vertex Express).
+    ``run(prompt)`` returns a ``LoopResult`` and never raises for a provider's or a model's failure (the fallback
+    message is the answer then); it raises ``UsageError`` for misuse.
 
     Request options, sent in each dialect's own fields: ``tool_choice`` (a ``toolwire.ToolChoice``; one that
     forces a call applies to the first request of each prompt, the later ones get it as ``auto``), ``strict``
