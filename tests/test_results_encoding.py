@@ -23,8 +23,7 @@ from toolwire import CallKind, CallState, ResultKind, ToolResult, UsageError
 from toolwire.registry import Decision, Dispatcher, Registry, Tool
 
 from .dialects import CONTENT, REGISTERED, SIG, adapter, results_for
-from .dialects._sdk import conforms, sdk_problems  # noqa: F401 - the SDK checks, for the tests that use them here
-from .dialects.anthropic import REDACTED, THINKING, anthropic_turn  # noqa: F401
+from .dialects.anthropic import REDACTED, THINKING, anthropic_turn  # noqa: F401 - for the regression tests
 from .dialects.gemini import gemini_content, gemini_turn
 from .dialects.gemini_interactions import interactions_turn
 from .dialects.openai_chat import chat_turn, without_chat_extensions  # noqa: F401

@@ -89,6 +89,9 @@ class Adapter:
       or "whole", "*", "*.delta"; JSON path)`` of fields the real API sends that the SDK's models do not
       declare; ``sim_modes``: response forms the simulator has beyond a stream and a whole body.
 
+    Declarations: ``check_declaration(fragment)``: a ``declare`` fragment fits the official SDK's request types (no
+    field they do not declare).
+
     Results (``encode_results``, ``history_messages``):
 
     * ``turn()``: a parsed turn of three calls: ``get_weather`` (valid arguments), ``lookup`` (arguments that do not
@@ -153,6 +156,10 @@ class Adapter:
     def ignorable_payload(self, name: str | None, doc: Any) -> bool:
         """A payload the SDK skips (default: none)."""
         return False
+
+    # ---- declarations ------------------------------------------------------------------------------------------
+    def check_declaration(self, fragment: dict) -> None:
+        raise NotImplementedError
 
     # ---- results -----------------------------------------------------------------------------------------------
     def turn(self) -> toolwire.Turn:

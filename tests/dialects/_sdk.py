@@ -16,7 +16,7 @@ from typing import Any
 import pydantic
 import typing_extensions as te
 
-__all__ = ["sdk_problems", "conforms", "unwrap"]
+__all__ = ["sdk_problems", "conforms", "unwrap", "keys_of", "assert_keys"]
 
 
 def _unwrap(tp: Any) -> Any:
@@ -105,3 +105,15 @@ def conforms(value: Any, tp: Any, *, adapter: Any = None) -> None:
 
 #: a type hint without its Required / NotRequired / Annotated / ReadOnly wrappers and aliases
 unwrap = _unwrap
+
+
+# ---- declarations (``toolwire.declare``) against the SDK's request types -------------------------------------------
+def keys_of(typed_dict: Any) -> set[str]:
+    return set(typing.get_type_hints(typed_dict))
+
+
+def assert_keys(typed_dict: Any, value: dict) -> None:
+    """``value`` has no key the TypedDict does not declare (pydantic accepts unknown TypedDict keys)."""
+    assert isinstance(value, dict)
+    extra = set(value) - keys_of(typed_dict)
+    assert not extra, f"keys {extra} are not fields of {typed_dict.__name__}"

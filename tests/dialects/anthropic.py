@@ -9,6 +9,7 @@ import random
 from typing import Any, Callable, Sequence
 
 import pydantic
+from pydantic import TypeAdapter
 from hypothesis import strategies as st
 
 import toolwire
@@ -24,7 +25,7 @@ from ..streamgen import (
     unicode_text,
 )
 from ._adapter import Adapter, Call, Case
-from ._sdk import conforms
+from ._sdk import assert_keys, conforms
 
 __all__ = ["ADAPTER", "anthropic_turn", "tool_use", "tool_result", "THINKING", "REDACTED"]
 
@@ -84,6 +85,23 @@ def _block_ends(events: list[tuple[str, dict]], enc: Any, calls: Sequence[Call])
                 and p["content_block"]["type"] == "tool_use"}
     return [enc.end_of(lambda n, p, i=block_of[cid]: n == "content_block_stop" and p["index"] == i)
             for cid, _, _ in calls]
+
+
+# ---- the declarations against the SDK ----------------------------------------------------------------------------
+def validate_anthropic(fragment: dict) -> None:
+    import anthropic.types as at
+    from anthropic.types.message_create_params import MessageCreateParamsBase
+
+    assert_keys(MessageCreateParamsBase, fragment)
+    for tool in fragment["tools"]:
+        TypeAdapter(at.ToolParam).validate_python(tool)
+        assert_keys(at.ToolParam, tool)
+    choice = fragment["tool_choice"]
+    TypeAdapter(at.ToolChoiceParam).validate_python(choice)
+    by_type = {"auto": at.ToolChoiceAutoParam, "any": at.ToolChoiceAnyParam, "tool": at.ToolChoiceToolParam,
+               "none": at.ToolChoiceNoneParam}
+    TypeAdapter(by_type[choice["type"]]).validate_python(choice)
+    assert_keys(by_type[choice["type"]], choice)
 
 
 class AnthropicAdapter(Adapter):
@@ -201,6 +219,9 @@ class AnthropicAdapter(Adapter):
                                                                          "tool_id")]}],
             "anthropic_error_flag": lambda e: [{**e[0], "content": [dict(e[0]["content"][0], error=True)]}],
         }
+
+    def check_declaration(self, fragment: dict) -> None:
+        validate_anthropic(fragment)
 
     # ---- history repair ----------------------------------------------------------------------------------------
     def user(self, text: str) -> Any:

@@ -8,7 +8,7 @@ import json
 import random
 from typing import Any, Callable, Sequence
 
-from hypothesis import strategies as st
+from pydantic.alias_generators import to_camel
 
 import toolwire
 from toolwire.codecs.results import MISSING_RESULT_TEXT
@@ -17,7 +17,7 @@ from ..streamgen import Encoded
 from ..test_codec_gemini import chunk, encode_sse, gemini_streams
 from ..test_codec_gemini import fc as part
 from ._adapter import SIG, Adapter, Call, Case
-from ._fuzz import body_seeds, fuzz_calls, fuzz_jsonl, fuzz_split, fuzz_sse
+from ._fuzz import body_seeds, fuzz_calls, fuzz_jsonl, fuzz_sse
 
 __all__ = ["ADAPTER", "gemini_turn", "gemini_content", "fc", "fr", "gmissing", "MODEL", "HELLO"]
 
@@ -209,6 +209,32 @@ def _gemini_payloads(rng: random.Random) -> list[dict]:
     return payloads
 
 
+# ---- the declarations against the SDK ----------------------------------------------------------------------------
+def _camel_fields(model: Any) -> set[str]:
+    return {to_camel(name) for name in model.model_fields}
+
+
+def validate_gemini(fragment: dict) -> None:
+    from google.genai import types as gt
+
+    assert set(fragment) <= {"tools", "toolConfig"}
+    gt.GenerateContentConfig.model_validate(fragment)  # the same two names; unknown fields are refused
+    for tool in fragment["tools"]:
+        gt.Tool.model_validate(tool)
+        assert set(tool) == {"functionDeclarations"}
+        for declaration in tool["functionDeclarations"]:
+            assert set(declaration) <= _camel_fields(gt.FunctionDeclaration)
+            assert not {"parameters", "parametersJsonSchema"} <= set(declaration)  # mutually exclusive
+    config = fragment["toolConfig"]
+    gt.ToolConfig.model_validate(config)
+    assert set(config) <= _camel_fields(gt.ToolConfig)
+    calling = config["functionCallingConfig"]
+    assert set(calling) <= _camel_fields(gt.FunctionCallingConfig) - {"streamFunctionCallArguments"}
+    assert calling["mode"] in {m.value for m in gt.FunctionCallingConfigMode}
+    if "allowedFunctionNames" in calling:
+        assert calling["mode"] == "ANY"  # "Only set when the Mode is ANY"
+
+
 class GeminiAdapter(Adapter):
     dialect = "gemini"
     arguments_stream = False  # a call's arguments arrive whole (or as Vertex paths): no ArgumentsReceived
@@ -342,6 +368,9 @@ class GeminiAdapter(Adapter):
         assert second["parts"][0] == {"text": "Checking."}
         assert second["parts"][1]["thoughtSignature"] == SIG1  # the signature stays on its own candidate's part
         assert "thoughtSignature" not in second["parts"][2]
+
+    def check_declaration(self, fragment: dict) -> None:
+        validate_gemini(fragment)
 
     # ---- history repair ----------------------------------------------------------------------------------------
     def user(self, text: str) -> Any:

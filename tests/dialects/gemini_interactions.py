@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import typing
 from typing import Any, Callable, Sequence
 
 import pydantic
@@ -24,6 +25,7 @@ from ..test_codec_gemini_interactions import (
 from ._adapter import SIG, Adapter, Call, Case
 from ._fuzz import body_seeds, fuzz_calls, fuzz_jsonl, fuzz_split, fuzz_sse
 from ._history import flat_well_formed
+from ._sdk import assert_keys
 
 __all__ = ["ADAPTER", "interactions_turn", "step_fc", "step_fr", "UI", "THOUGHT"]
 
@@ -131,6 +133,29 @@ def _interaction_events(rng: random.Random) -> list[dict]:
     return evs
 
 
+# ---- the declarations against the SDK ----------------------------------------------------------------------------
+def validate_gemini_interactions(fragment: dict) -> None:
+    from google.genai._gaos.types.interactions import allowedtools, function, generationconfig, toolchoiceconfig
+
+    assert set(fragment) == {"tools", "generation_config"}
+    for tool in fragment["tools"]:
+        function.Function.model_validate(tool)
+        assert_keys(function.FunctionParam, tool)
+        assert tool["type"] == "function"
+    config = fragment["generation_config"]
+    assert_keys(generationconfig.GenerationConfigParam, config)
+    choice = config["tool_choice"]
+    modes = set(typing.get_args(typing.get_args(allowedtools.ToolChoiceType)[0]))
+    if isinstance(choice, str):
+        assert choice in modes
+    else:
+        toolchoiceconfig.ToolChoiceConfig.model_validate(choice)
+        assert_keys(toolchoiceconfig.ToolChoiceConfigParam, choice)
+        assert_keys(allowedtools.AllowedToolsParam, choice["allowed_tools"])
+        assert choice["allowed_tools"]["mode"] in modes
+        assert all(isinstance(n, str) for n in choice["allowed_tools"]["tools"])
+
+
 class InteractionsAdapter(Adapter):
     dialect = "gemini-interactions"
     #: google-genai's model of the streamed interaction declares ``object``; its Interaction model does not
@@ -215,6 +240,9 @@ class InteractionsAdapter(Adapter):
 
     def misspellings(self) -> dict[str, Callable[[list[Any]], list[Any]]]:
         return {"interactions_id": lambda e: [_rename(e[0], "call_id", "id")]}
+
+    def check_declaration(self, fragment: dict) -> None:
+        validate_gemini_interactions(fragment)
 
     # ---- history repair ----------------------------------------------------------------------------------------
     def user(self, text: str) -> Any:

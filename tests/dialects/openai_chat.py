@@ -8,13 +8,14 @@ import random
 from typing import Any, Callable, Sequence
 
 from hypothesis import strategies as st
+from pydantic import TypeAdapter
 
 import toolwire
 
 from .. import wire
 from ..streamgen import NEWLINES, FragmentPlan, calls_strategy, chat_events, encode_sse, fragment_plan, unicode_text
 from ._adapter import Adapter, Call, Case
-from ._sdk import conforms
+from ._sdk import assert_keys, conforms
 
 __all__ = ["ADAPTER", "assistant_calls", "tool", "chat_turn", "without_chat_extensions"]
 
@@ -58,6 +59,69 @@ def _args_text(args: Any) -> str:
 
 def _rename(d: dict, old: str, new: str) -> dict:
     return {(new if k == old else k): v for k, v in d.items()}
+
+
+# ---- the declarations against the SDK ----------------------------------------------------------------------------
+def validate_openai_chat(fragment: dict) -> None:
+    from openai.types.chat import (
+        ChatCompletionAllowedToolChoiceParam,
+        ChatCompletionAllowedToolsParam,
+        ChatCompletionToolChoiceOptionParam,
+        ChatCompletionToolParam,
+    )
+    from openai.types.chat.completion_create_params import CompletionCreateParamsBase
+    from openai.types.shared_params import FunctionDefinition
+
+    assert_keys(CompletionCreateParamsBase, fragment)
+    for tool in fragment["tools"]:
+        if tool["type"] == "custom":
+            validate_chat_custom_tool(tool)
+            continue
+        TypeAdapter(ChatCompletionToolParam).validate_python(tool)
+        assert_keys(ChatCompletionToolParam, tool)
+        assert_keys(FunctionDefinition, tool["function"])
+    choice = fragment["tool_choice"]
+    TypeAdapter(ChatCompletionToolChoiceOptionParam).validate_python(choice)
+    if isinstance(choice, dict) and choice["type"] in ("function", "custom"):
+        validate_chat_named_choice(choice)
+    elif isinstance(choice, dict):
+        assert_keys(ChatCompletionAllowedToolChoiceParam, choice)
+        assert_keys(ChatCompletionAllowedToolsParam, choice["allowed_tools"])
+        for ref in choice["allowed_tools"]["tools"]:
+            validate_chat_named_choice(ref)
+    if "parallel_tool_calls" in fragment:
+        assert isinstance(fragment["parallel_tool_calls"], bool)
+
+
+def validate_chat_custom_tool(tool: dict) -> None:
+    """A Chat custom tool: ``{"type": "custom", "custom": {name, description?, format?}}``, the grammar nested."""
+    from openai.types.chat import ChatCompletionCustomToolParam, ChatCompletionToolUnionParam
+    from openai.types.chat.chat_completion_custom_tool_param import (
+        Custom,
+        CustomFormatGrammar,
+        CustomFormatGrammarGrammar,
+        CustomFormatText,
+    )
+
+    TypeAdapter(ChatCompletionToolUnionParam).validate_python(tool)
+    TypeAdapter(ChatCompletionCustomToolParam).validate_python(tool)
+    assert_keys(ChatCompletionCustomToolParam, tool)
+    assert_keys(Custom, tool["custom"])
+    fmt = tool["custom"].get("format")
+    if fmt is not None:
+        assert_keys(CustomFormatGrammar if fmt["type"] == "grammar" else CustomFormatText, fmt)
+        if fmt["type"] == "grammar":
+            assert_keys(CustomFormatGrammarGrammar, fmt["grammar"])
+
+
+def validate_chat_named_choice(ref: dict) -> None:
+    """A Chat named tool choice (or allowed-tools entry), function or custom."""
+    from openai.types.chat import ChatCompletionNamedToolChoiceCustomParam, ChatCompletionNamedToolChoiceParam
+
+    named = ChatCompletionNamedToolChoiceCustomParam if ref["type"] == "custom" else ChatCompletionNamedToolChoiceParam
+    TypeAdapter(named).validate_python(ref)
+    assert_keys(named, ref)
+    assert set(ref[ref["type"]]) == {"name"}
 
 
 class ChatAdapter(Adapter):
@@ -203,6 +267,9 @@ class ChatAdapter(Adapter):
     def check_choices(self, turn: toolwire.Turn) -> None:
         assert turn.choices[1].assistant_message["content"] == "Checking."
         assert turn.choices[0].assistant_message["content"] is None
+
+    def check_declaration(self, fragment: dict) -> None:
+        validate_openai_chat(fragment)
 
     # ---- history repair ----------------------------------------------------------------------------------------
     def user(self, text: str) -> Any:

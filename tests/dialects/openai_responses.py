@@ -10,6 +10,7 @@ import typing
 from typing import Any, Callable, Sequence
 
 import pydantic
+from pydantic import TypeAdapter
 from hypothesis import strategies as st
 
 import toolwire
@@ -20,7 +21,7 @@ from ..test_codec_openai_responses import encode, function_item, items_strategy,
 from ._adapter import Adapter, Call, Case
 from ._fuzz import body_seeds, fuzz_calls, fuzz_jsonl, fuzz_split, fuzz_sse
 from ._history import flat_well_formed
-from ._sdk import conforms, unwrap
+from ._sdk import assert_keys, conforms, unwrap
 
 __all__ = ["ADAPTER", "responses_turn", "responses_body", "responses_member", "REASONING", "fcall", "out_", "RS",
            "UQ", "OUTPUTS", "CALLS"]
@@ -176,6 +177,54 @@ def fuzz_events(rng: random.Random) -> list[dict]:
     return [{**e, "sequence_number": i} for i, e in enumerate(evs)]
 
 
+# ---- the declarations against the SDK ----------------------------------------------------------------------------
+def validate_responses_custom_tool(tool: dict) -> None:
+    """A Responses custom tool: flat ``{"type": "custom", name, description?, format?}``, the grammar flat."""
+    from openai.types.responses import CustomToolParam, ToolParam
+    from openai.types.shared_params.custom_tool_input_format import Grammar, Text
+
+    TypeAdapter(ToolParam).validate_python(tool)
+    TypeAdapter(CustomToolParam).validate_python(tool)
+    assert_keys(CustomToolParam, tool)
+    fmt = tool.get("format")
+    if fmt is not None:
+        assert_keys(Grammar if fmt["type"] == "grammar" else Text, fmt)
+
+
+def validate_openai_responses(fragment: dict) -> None:
+    from openai.types.responses import (
+        FunctionToolParam,
+        ToolChoiceAllowedParam,
+        ToolChoiceCustomParam,
+        ToolChoiceFunctionParam,
+        ToolParam,
+    )
+    from openai.types.responses.response_create_params import ResponseCreateParamsBase
+    from openai.types.responses.response_create_params import ToolChoice as RToolChoice
+
+    assert_keys(ResponseCreateParamsBase, fragment)
+    for tool in fragment["tools"]:
+        if tool["type"] == "custom":
+            validate_responses_custom_tool(tool)
+            continue
+        TypeAdapter(ToolParam).validate_python(tool)
+        TypeAdapter(FunctionToolParam).validate_python(tool)
+        assert_keys(FunctionToolParam, tool)
+        assert {"parameters", "strict"} <= set(tool)  # Required[Optional[...]] in the SDK
+    named = {"function": ToolChoiceFunctionParam, "custom": ToolChoiceCustomParam}
+    choice = fragment["tool_choice"]
+    TypeAdapter(RToolChoice).validate_python(choice)
+    if isinstance(choice, dict) and choice["type"] in named:
+        assert_keys(named[choice["type"]], choice)
+    elif isinstance(choice, dict):
+        assert_keys(ToolChoiceAllowedParam, choice)
+        for ref in choice["tools"]:
+            TypeAdapter(named[ref["type"]]).validate_python(ref)
+            assert_keys(named[ref["type"]], ref)
+    if "parallel_tool_calls" in fragment:
+        assert isinstance(fragment["parallel_tool_calls"], bool)
+
+
 class ResponsesAdapter(Adapter):
     dialect = "openai-responses"
     undeclared = frozenset({
@@ -278,6 +327,9 @@ class ResponsesAdapter(Adapter):
     def misspellings(self) -> dict[str, Callable[[list[Any]], list[Any]]]:
         return {"responses_callid": lambda e: [_rename(e[0], "call_id", "callid")],
                 "responses_output_type": lambda e: [dict(e[0], type="function_output")]}
+
+    def check_declaration(self, fragment: dict) -> None:
+        validate_openai_responses(fragment)
 
     # ---- history repair ----------------------------------------------------------------------------------------
     def user(self, text: str) -> Any:

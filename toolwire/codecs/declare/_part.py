@@ -42,8 +42,9 @@ class Declarations:
       ``declare`` merges that fragment and the choice's key by key (``toolwire.codecs.requests.merge_body``), so
       the tools and the choice may share an object; the portability audit and the request-size limit read the
       tools back from ``tools_at``, and ``load_tools`` finds a dialect's tool list there in a request body.
-    * ``choice_fragment``: the tool choice as a request fragment (wherever the dialect puts it: a top-level field,
-      a configuration object, next to the tools), plus the declared tools to keep when the dialect can only
+    * ``choice_fragment``: the tool choice as a request fragment, its value at ``choice_at`` (default
+      ``("tool_choice",)``: a top-level field; or in a configuration object, next to the tools), with whatever
+      else the choice needs (a parallel-calls switch), plus the declared tools to keep when the dialect can only
       restrict a choice by declaring fewer, and an ``Approximation`` for everything it cannot express exactly.
       ``custom`` names the declared custom (free-text) tools; a dialect without custom tools never gets any
       (``declare`` refuses them first, from ``Capabilities.tool_kinds``).
@@ -60,6 +61,8 @@ class Declarations:
     dialect: ClassVar[str]
     #: where the tools list goes in a request body
     tools_at: ClassVar[tuple[str, ...]] = ("tools",)
+    #: where the tool choice goes in a request body
+    choice_at: ClassVar[tuple[str, ...]] = ("tool_choice",)
 
     def declare_tool(self, spec: ToolSpec, *, strict: bool = False, schema_mode: str = "json_schema"
                      ) -> tuple[dict[str, Any], tuple[Loss, ...]]:
@@ -90,6 +93,10 @@ class Declarations:
     def tools_in(self, fragment: Mapping[str, Any]) -> Any:
         """The tools a request fragment (or body) holds at ``tools_at``, or None."""
         return lookup(fragment, self.tools_at)
+
+    def choice_in(self, fragment: Mapping[str, Any]) -> Any:
+        """The tool choice a request fragment (or body) holds at ``choice_at``, or None."""
+        return lookup(fragment, self.choice_at)
 
     def strict_warnings(self, strict: bool) -> tuple[Approximation, ...]:
         """What ``strict`` is sent as, when the dialect cannot mean it exactly."""

@@ -91,6 +91,7 @@ class GeminiDeclarations(Declarations):
     """Gemini ``functionDeclarations`` and ``toolConfig`` (see the module docstring)."""
 
     dialect = DIALECT
+    choice_at = ("toolConfig", "functionCallingConfig")
 
     def declare_tool(self, spec: ToolSpec, *, strict: bool = False, schema_mode: str = "json_schema"
                      ) -> tuple[dict[str, Any], tuple[Loss, ...]]:

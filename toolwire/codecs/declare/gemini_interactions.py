@@ -66,6 +66,7 @@ class InteractionsDeclarations(Declarations):
     """Gemini Interactions tools and ``generation_config.tool_choice`` (see the module docstring)."""
 
     dialect = DIALECT
+    choice_at = ("generation_config", "tool_choice")
 
     def declare_tool(self, spec: ToolSpec, *, strict: bool = False, schema_mode: str = "json_schema"
                      ) -> tuple[dict[str, Any], tuple[Loss, ...]]:
