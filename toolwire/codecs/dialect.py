@@ -60,14 +60,6 @@ class Dialect(msgspec.Struct, frozen=True, kw_only=True):
     sim: str | None = None
     order: int = 1000
 
-    def has(self, part: str) -> bool:
-        """True when the record has the optional ``part`` (``"http"`` or ``"sim"``)."""
-        if part not in PARTS:
-            from ..errors import UsageError
-
-            raise UsageError(f"unknown dialect part {part!r}; expected one of: {', '.join(PARTS)}")
-        return getattr(self, part) is not None
-
     def simulator(self) -> Any:
         """The simulated provider's part for this dialect (imported and made once), or None without one."""
         if self.sim is None:
