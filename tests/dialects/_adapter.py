@@ -81,7 +81,10 @@ class Adapter:
       ``raw_arguments``); False when they arrive whole;
     * ``body(calls, response_id=, text=, custom=)``: a whole non-streaming response body; ``choices_body`` one with
       a choice per list of calls, for dialects with several choices (``multi_choice``);
-    * ``fuzz_seeds(rng, k)``: ``(name, format, bytes)`` of ``k`` generated responses for the fuzzer;
+    * ``fuzz_seeds(rng, k)``: ``(name, format, bytes)`` of ``k`` generated responses for the fuzzer; for its
+      property that nothing after a stream's terminator is read, ``fuzz_event_type(payload)`` names a payload's
+      event (default its ``type``), ``stream_terminators`` the events that end a stream and ``terminator_needles``
+      bytes one of them always holds;
     * the official SDK's response models (``test_sim_sdk_models`` checks the simulator's responses with them):
       ``response_models()`` gives the validators of a whole body, of a streamed payload and of an error payload
       (None: the dialect has no separate one); ``is_error_payload(name, kind, doc)`` tells an error payload,
@@ -128,6 +131,8 @@ class Adapter:
     choice_ids: tuple[list[str], list[str]] = ([], [])
     undeclared: frozenset[tuple[str, str]] = frozenset()
     sim_modes: tuple[str, ...] = ()
+    stream_terminators: frozenset[str] = frozenset()
+    terminator_needles: tuple[bytes, ...] = ()
 
     # ---- streams -----------------------------------------------------------------------------------------------
     def cases(self, draw: Any, *, max_calls: int = 4, max_text: int = 20, clean: bool | None = True) -> Case:
@@ -145,6 +150,11 @@ class Adapter:
 
     def fuzz_seeds(self, rng: random.Random, k: int) -> list[tuple[str, str, bytes]]:
         raise NotImplementedError
+
+    def fuzz_event_type(self, payload: dict[str, Any]) -> str | None:
+        """The event a decoded payload is, as the dialect names it (default: its ``type``)."""
+        t = payload.get("type")
+        return t if isinstance(t, str) else None
 
     def response_models(self) -> tuple[Callable[[Any], Any], Callable[[Any], Any], Callable[[Any], Any] | None]:
         raise NotImplementedError

@@ -106,6 +106,8 @@ def validate_anthropic(fragment: dict) -> None:
 
 class AnthropicAdapter(Adapter):
     dialect = "anthropic"
+    stream_terminators = frozenset({"message_stop"})
+    terminator_needles = (b"message_stop",)
     surrogate_prefix = 3
 
     # ---- streams -----------------------------------------------------------------------------------------------

@@ -237,6 +237,8 @@ def validate_gemini(fragment: dict) -> None:
 
 class GeminiAdapter(Adapter):
     dialect = "gemini"
+    stream_terminators = frozenset({"finish"})
+    terminator_needles = (b"finishReason",)
     arguments_stream = False  # a call's arguments arrive whole (or as Vertex paths): no ArgumentsReceived
     multi_choice = True
     echo_ids_matter = True
@@ -277,6 +279,15 @@ class GeminiAdapter(Adapter):
         if response_id:
             out["responseId"] = response_id
         return json.dumps(out).encode()
+
+    def fuzz_event_type(self, payload: dict[str, Any]) -> str | None:
+        """``finish`` for a chunk that finishes candidate 0, ``chunk`` for any other."""
+        cands = payload.get("candidates")
+        if isinstance(cands, list):
+            for c in cands:
+                if isinstance(c, dict) and c.get("finishReason") and c.get("index", 0) in (0, None):
+                    return "finish"
+        return "chunk"
 
     def fuzz_seeds(self, rng: random.Random, k: int) -> list[tuple[str, str, bytes]]:
         out = []

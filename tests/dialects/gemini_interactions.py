@@ -158,6 +158,8 @@ def validate_gemini_interactions(fragment: dict) -> None:
 
 class InteractionsAdapter(Adapter):
     dialect = "gemini-interactions"
+    stream_terminators = frozenset({"interaction.completed", "interaction.complete"})
+    terminator_needles = (b"interaction.complete",)
     #: google-genai's model of the streamed interaction declares ``object``; its Interaction model does not
     undeclared = frozenset({("whole", "$.object")})
 
@@ -191,6 +193,10 @@ class InteractionsAdapter(Adapter):
         if response_id:
             out["id"] = response_id
         return json.dumps(out).encode()
+
+    def fuzz_event_type(self, payload: dict[str, Any]) -> str | None:
+        t = payload.get("event_type")
+        return t if isinstance(t, str) else None
 
     def fuzz_seeds(self, rng: random.Random, k: int) -> list[tuple[str, str, bytes]]:
         out = []

@@ -126,6 +126,8 @@ def validate_chat_named_choice(ref: dict) -> None:
 
 class ChatAdapter(Adapter):
     dialect = "openai-chat"
+    stream_terminators = frozenset({"[DONE]"})
+    terminator_needles = (b"[DONE]",)
     multi_choice = True
     choice_ids = (["call_0a"], ["call_1a", "call_1b"])
 

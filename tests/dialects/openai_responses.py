@@ -227,6 +227,8 @@ def validate_openai_responses(fragment: dict) -> None:
 
 class ResponsesAdapter(Adapter):
     dialect = "openai-responses"
+    stream_terminators = frozenset({"response.completed", "response.incomplete", "response.failed"})
+    terminator_needles = (b"response.completed", b"response.incomplete", b"response.failed")
     undeclared = frozenset({
         # the Response object repeats the request's store flag; openai's Response model has no field for it
         ("*", "$.response.store"), ("whole", "$.store"),
