@@ -388,9 +388,11 @@ def test_the_public_surface_of_toolwire_mcp_is_pinned():
     import toolwire.mcp as tm
 
     assert set(tm.__all__) == {"MCPServer", "SkippedTool", "ListedTool", "content_from_result", "MCPServerError",
-                               "MCPConnectionError", "MCPProtocolError"}
-    for name in ("MCPServerError", "MCPConnectionError", "MCPProtocolError"):
+                               "MCPConnectionError", "MCPProtocolError", "MCPUnreadableAnswer"}
+    for name in ("MCPServerError", "MCPConnectionError", "MCPProtocolError", "MCPUnreadableAnswer"):
         assert issubclass(getattr(tm, name), toolwire.ToolwireError)
+    assert issubclass(tm.MCPUnreadableAnswer, tm.MCPProtocolError)
+    assert issubclass(tm.MCPUnreadableAnswer, toolwire.OutcomeUnknown)
 
 
 @pytest.mark.parametrize("mode", ["run", "arun"])
