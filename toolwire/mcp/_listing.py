@@ -21,7 +21,7 @@ from ..registry.tool import Effect, Tool, check_tool_name
 
 __all__ = ["SkippedTool", "ListedTool", "build_tools", "EFFECTS_FROM", "INVALID"]
 
-#: the key ``Session`` puts on a listed entry the MCP SDK could not read, with the reason
+#: the key put on a listed entry the MCP SDK could not read (see ``_wire``), with the reason
 INVALID = "toolwire:invalid"
 
 #: per-tool limits of the portability audit; ``max_tools`` and ``request_bytes`` are about the whole request
