@@ -141,6 +141,21 @@ def test_a_tools_list_page_that_cannot_be_read_is_a_protocol_error_at_once(tmp_p
             server.tools()
 
 
+def test_a_tool_name_of_100000_characters_is_skipped_in_a_short_log_line(tmp_path):
+    """A listed name of 100,000 characters is left out (reason "name"); its SkippedTool keeps the name, but the
+    log line and the detail quote at most a few hundred characters of it."""
+    tools = tmp_path / "tools.json"
+    tools.write_text(json.dumps([{"name": "x" * 100_000, "inputSchema": {"type": "object"}},
+                                 {"name": "ok", "inputSchema": {"type": "object"}}]))
+    with hostile("--tools", str(tools)) as server:
+        with capture_logs() as logs:
+            assert [t.name for t in server.tools()] == ["ok"]
+    [skipped] = server.skipped
+    assert (len(skipped.name), skipped.reason) == (100_000, "name") and len(skipped.detail) < 1000
+    [event] = events(logs, "mcp.tool_skipped")
+    assert len(event["tool"]) < 300 and len(event["detail"]) < 1000
+
+
 # ---- stdio: the server's process and what it leaves behind --------------------------------------------------------
 
 def test_a_server_that_exits_while_a_child_keeps_its_output_open_is_answered_as_a_crash(tmp_path):
