@@ -19,7 +19,7 @@ Options: ``--exit-at-start`` (exit 7 before reading anything), ``--no-init`` (ne
 ``--version V`` (answer ``initialize`` with protocol version V), ``--tools FILE`` (list the tools in FILE, a JSON
 list sent as it is, instead), ``--ignore-term`` (ignore SIGTERM and keep running after stdin ends),
 ``--child-on-start`` (fork a child holding stdout open before serving), ``--state FILE``, ``--pids FILE`` (where
-the pids of those children are written).
+the pids of those children are written), ``--own-pid FILE`` (where the server writes its own pid).
 """
 
 from __future__ import annotations
@@ -229,7 +229,10 @@ def main() -> None:
     parser.add_argument("--child-on-start", action="store_true")
     parser.add_argument("--state", type=Path)
     parser.add_argument("--pids", type=Path)
+    parser.add_argument("--own-pid", type=Path)
     options = parser.parse_args()
+    if options.own_pid is not None:
+        options.own_pid.write_text(str(os.getpid()))
     global PIDS
     PIDS = options.pids
     if options.exit_at_start:
