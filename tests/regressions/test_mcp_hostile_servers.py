@@ -304,6 +304,19 @@ def test_credentials_in_the_url_are_sent_as_basic_auth_and_never_logged(tmp_path
     assert caplog.records and password not in text and token not in text
 
 
+@pytest.mark.parametrize("headers", [{"X-Api-Key": "key-4c3b2a1f0e9d\n"}, {"Authorization": "Bearer a\r\nX-Evil: 1"},
+                                     {"X-Key": "key-\x00-4c3b2a1f0e"}, {"Bad Name": "v"}, {"X-Key": "kéy-4c3b2a1f0e"}])
+def test_a_header_that_cannot_be_sent_is_a_usage_error_that_does_not_quote_its_value(headers):
+    """A header value with a line break (a key read from a file with its newline), a NUL or a character outside
+    latin-1, or a name with a space: a UsageError naming the header, never quoting the value (HTTP would refuse
+    it later with the value in the message, and the log)."""
+    with capture_logs() as logs:
+        with pytest.raises(toolwire.UsageError) as info:
+            MCPServer.http("http://127.0.0.1:9/mcp", headers=headers)
+    [(name, value)] = headers.items()
+    assert name in str(info.value) and value.strip() not in str(info.value) + repr(logs)
+
+
 def test_a_url_that_does_not_parse_is_a_usage_error():
     """A URL urllib cannot split (an unclosed IPv6 bracket, a port that is not a number) is a UsageError, not a
     ValueError."""
