@@ -27,6 +27,9 @@ __all__ = ["Target", "StdioTarget", "HttpTarget"]
 MessageHandler = Callable[[Any], Awaitable[None]]
 _SECRET_NAME = re.compile(r"key|token|secret|passw|auth|cookie|credential|session", re.IGNORECASE)
 _PROTOCOLS = ("auto", "legacy")
+#: what HTTP/1.1 sends (RFC 9110 token; visible ASCII with inner spaces and tabs)
+_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_HEADER_VALUE = re.compile(r"(?:[\x21-\x7e](?:[\t\x20-\x7e]*[\x21-\x7e])?)?")
 
 
 def check_protocol(protocol: str) -> str:
@@ -118,6 +121,13 @@ class HttpTarget(Target):
         if headers is not None and not all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items()):
             raise UsageError("headers must map strings to strings")
         self.headers = dict(headers or {})
+        for name, value in self.headers.items():
+            if _HEADER_NAME.fullmatch(name) is None:
+                raise UsageError(f"{name!r} is not an HTTP header name (letters, digits and !#$%&'*+-.^_`|~ only)")
+            if _HEADER_VALUE.fullmatch(value) is None:
+                # the value is never quoted: it is usually a secret (a key read from a file with its newline)
+                raise UsageError(f"the value of the header {name!r} cannot be sent: it holds a line break, a "
+                                 "control character or a character outside ASCII, or starts or ends with a space")
         self.timeout = timeout
         for value in self.headers.values():
             _log.add_secret(value)
