@@ -70,6 +70,33 @@ def test_answers_under_ids_nobody_asked_for_are_dropped():
         assert text(registry["echo"].invoke({"text": "after"})) == "after"
 
 
+def test_a_late_answer_to_an_abandoned_call_never_answers_the_next_one(tmp_path):
+    """A write answered after its timeout: outcome_unknown; its late answer is dropped, the next call gets its
+    own answer; a write whose arun task is cancelled is outcome_unknown when the turn is dispatched again. Each
+    ran once."""
+    from .bodies import body
+
+    with hostile("--state", str(tmp_path / "state"), probe_timeout=30.0) as server:  # busy, not frozen
+        registry = Registry(server.tools(timeout=1.0))
+        patient = Registry(server.tools(timeout=30.0))
+        assert call(registry, "slow_bump", {"seconds": 3}).kind is ResultKind.OUTCOME_UNKNOWN
+        assert text(patient["echo"].invoke({"text": "mine"})) == "mine"  # sent before the late answer came
+        dispatcher = toolwire.Dispatcher(Registry(asyncio.run(server.atools(timeout=30.0))))
+        turn = toolwire.parse("openai-chat", body("openai-chat", [("call_x", "slow_bump", {"seconds": 3})]))
+
+        async def cancel_then_again() -> list[toolwire.ToolResult]:
+            task = asyncio.create_task(dispatcher.arun(turn, conversation_id="c"))
+            while not (tmp_path / "state").read_text() == "2":
+                await asyncio.sleep(0.02)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            return await dispatcher.arun(turn, conversation_id="c")
+
+        assert [r.kind for r in asyncio.run(cancel_then_again())] == [ResultKind.OUTCOME_UNKNOWN]
+        assert text(patient["count"].invoke({})) == "2"  # answered after the abandoned call's answer
+
+
 def test_a_flood_on_stderr_does_not_block_the_server(tmp_path):
     """A server writing 32 MiB to stderr (to a file here) is not blocked by it: the call's answer arrives."""
     log = tmp_path / "stderr.log"
@@ -244,6 +271,18 @@ def test_a_write_interrupted_mid_call_is_never_run_again_by_a_later_process(tmp_
                             cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert second.stdout.strip() == "outcome_unknown", second.stderr[-2000:]
     assert state.read_text() == "1"
+
+
+def test_chat_mcp_with_shell_metacharacters_runs_no_shell(tmp_path):
+    """toolwire chat --mcp splits its command as a shell would but runs no shell: `;`, `&&`, `$(…)` and backquotes
+    are arguments, so the file they would create is never created (and the command fails as it is)."""
+    for i, spec in enumerate([f"echo hi; touch {tmp_path}/a", f"sh -c 'exit 3' && touch {tmp_path}/b",
+                              f"$(touch {tmp_path}/c)", f"`touch {tmp_path}/d`"]):
+        proc = subprocess.run([sys.executable, "-m", "toolwire", "chat", "--provider", "openai-chat", "--model", "m",
+                               "--base-url", "http://127.0.0.1:9", "--mcp", spec, "hi"], cwd=ROOT,
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 1 and "cannot connect to the MCP server" in proc.stderr, (i, proc.stderr)
+    assert list(tmp_path.iterdir()) == []
 
 
 # ---- the SDK's private parts -----------------------------------------------------------------------------------
