@@ -127,6 +127,33 @@ def test_schemas_with_ref_cycles_are_kept_and_bad_entries_are_left_out(tmp_path)
                                                            ("no_schema", "schema")}
 
 
+def test_an_on_change_that_raises_system_exit_is_called_at_the_next_change():
+    """on_change raising SystemExit ends its thread, and the next change calls it again (in a new thread)."""
+    calls: list[str] = []
+
+    def on_change(server: MCPServer) -> None:
+        calls.append("call")
+        if len(calls) == 1:
+            raise SystemExit("the callback quits")
+
+    with hostile(on_change=on_change) as server:
+        registry = Registry(server.tools())
+        registry["flood"].invoke({"n": 1})
+        assert _eventually(lambda: len(calls) == 1)
+        server.tools()
+        registry["flood"].invoke({"n": 1})
+        assert _eventually(lambda: len(calls) == 2)
+
+
+def _eventually(predicate, seconds: float = 15.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return predicate()
+
+
 # ---- HTTP ------------------------------------------------------------------------------------------------------
 
 def test_a_redirect_to_another_origin_is_not_followed_and_sends_no_token(tmp_path):

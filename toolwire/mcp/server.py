@@ -270,16 +270,21 @@ class MCPServer:
             self._notifying = True
 
         def run() -> None:
-            while True:
-                try:
-                    callback(self)
-                except Exception as exc:  # noqa: BLE001 - the application's callback must not stop the session
-                    _log.emit(_log.ERROR, "mcp.on_change_failed", server=self.name, error=describe(exc))
+            try:
+                while True:
+                    try:
+                        callback(self)
+                    except Exception as exc:  # noqa: BLE001 - the application's callback must not stop the session
+                        _log.emit(_log.ERROR, "mcp.on_change_failed", server=self.name, error=describe(exc))
+                    with self._notify:
+                        if not self._notify_again:
+                            self._notifying = False
+                            return
+                        self._notify_again = False
+            except BaseException:  # a SystemExit in the callback: the next change still calls it
                 with self._notify:
-                    if not self._notify_again:
-                        self._notifying = False
-                        return
-                    self._notify_again = False
+                    self._notifying = False
+                raise
 
         threading.Thread(target=run, name="toolwire-mcp-on-change", daemon=True).start()
 
