@@ -127,6 +127,7 @@ def test_schemas_with_ref_cycles_are_kept_and_bad_entries_are_left_out(tmp_path)
                                                            ("no_schema", "schema")}
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # the SystemExit, on purpose
 def test_an_on_change_that_raises_system_exit_is_called_at_the_next_change():
     """on_change raising SystemExit ends its thread, and the next change calls it again (in a new thread)."""
     calls: list[str] = []
