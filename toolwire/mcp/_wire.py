@@ -69,10 +69,11 @@ class Wire:
     # ---- outbound ------------------------------------------------------------------------------------------------
     def sent(self, item: Any) -> None:
         message = getattr(item, "message", None)
-        if getattr(message, "method", None) == "tools/list" and getattr(message, "id", None) is not None:
+        request_id = getattr(message, "id", None)
+        if getattr(message, "method", None) == "tools/list" and request_id is not None:
             if len(self._listings) >= _TRACKED:
                 self._listings.pop(next(iter(self._listings)))
-            self._listings[_key(message.id)] = _COLLECTOR.get()
+            self._listings[_key(request_id)] = _COLLECTOR.get()
 
     # ---- inbound -------------------------------------------------------------------------------------------------
     def received(self, item: Any) -> Any:
