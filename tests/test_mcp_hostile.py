@@ -155,6 +155,25 @@ def _eventually(predicate, seconds: float = 15.0) -> bool:
     return predicate()
 
 
+@pytest.mark.parametrize("version", [None, "2025-11-25", "2026-07-28"])
+def test_a_listing_page_that_is_not_valid_itself_is_left_to_the_sdk(version):
+    """The Wire takes unreadable entries out of a tools/list page, but a page whose own fields are not valid (a
+    cursor that is a number) is passed on unchanged, for the SDK to refuse, rather than emptied entry by entry."""
+    from toolwire.mcp._wire import Wire
+
+    wire = Wire()
+    wire.version = version
+    page = {"resultType": "complete", "cacheScope": "public", "ttlMs": 0} if version == "2026-07-28" else {}
+    good, bad = {"name": "ok", "inputSchema": {"type": "object"}}, {"description": "no name"}
+    found: list[dict] = []
+    assert wire._check_listing({**page, "tools": [good], "nextCursor": 5}, found) is None
+    assert wire._check_listing({**page, "tools": [good, bad], "nextCursor": 5}, found) is None and found == []
+    assert wire._check_listing({**page, "tools": [good, bad]}, found) == {**page, "tools": [good]}
+    assert [e["name"] for e in found] == ["None"]
+    if version == "2026-07-28":  # a page without the fields of its era: every entry passed on, not dropped
+        assert wire._check_listing({"tools": [good, bad]}, found) is None and len(found) == 1
+
+
 # ---- HTTP ------------------------------------------------------------------------------------------------------
 
 def test_a_redirect_to_another_origin_is_not_followed_and_sends_no_token(tmp_path):

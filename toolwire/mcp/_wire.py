@@ -102,6 +102,8 @@ class Wire:
         tools = result.get("tools") if isinstance(result, dict) else None
         if not isinstance(tools, list) or self._unreadable(result) is None:
             return None
+        if self._unreadable({**result, "tools": []}) is not None:
+            return None  # the page itself is not valid (its cursor, say), whatever its entries: the SDK says so
         kept: list[Any] = []
         for entry in tools:
             why = _tool_unreadable(entry) or self._unreadable({**result, "tools": [entry]})
