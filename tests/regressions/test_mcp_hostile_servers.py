@@ -141,6 +141,19 @@ def test_a_tools_list_page_that_cannot_be_read_is_a_protocol_error_at_once(tmp_p
             server.tools()
 
 
+def test_a_tools_list_page_over_max_message_bytes_is_a_protocol_error(tmp_path, toolwire_debug):
+    """A listing page over max_message_bytes (3000 tools of 1 kB over stdio, 1 MiB allowed): MCPProtocolError
+    naming the bound, after one connection (the same page would be as large again)."""
+    tools = tmp_path / "tools.json"
+    tools.write_text(json.dumps([{"name": f"t{i}", "description": "d" * 1000, "inputSchema": {"type": "object"}}
+                                 for i in range(3000)]))
+    with hostile("--tools", str(tools), max_message_bytes=1 << 20) as server:
+        with capture_logs() as logs:
+            with pytest.raises(MCPProtocolError, match="max_message_bytes"):
+                server.tools()
+    assert len(events(logs, "mcp.message_too_large")) == 1
+
+
 def test_a_tool_name_of_100000_characters_is_skipped_in_a_short_log_line(tmp_path):
     """A listed name of 100,000 characters is left out (reason "name"); its SkippedTool keeps the name, but the
     log line and the detail quote at most a few hundred characters of it."""
