@@ -284,6 +284,9 @@ class Session:
                     raise MCPProtocolError(f"the MCP server {self.server} answered tools/list with an error: "
                                            f"{exc.error.message} ({exc.code})", server=self.server) from None
                 self._lost(gen, "the connection closed during tools/list")
+                if gen.wire.too_large:  # not a lost connection: the page would be as large again
+                    raise MCPProtocolError(gen.why(f"the MCP server {self.server} could not be listed"),
+                                           server=self.server) from None
                 if attempt == 2:
                     raise MCPConnectionError(gen.why(f"the MCP server {self.server} went away during tools/list"),
                                              server=self.server, attempts=2, cause=describe(exc)) from None

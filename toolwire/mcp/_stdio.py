@@ -189,6 +189,7 @@ class _Connection:
     def _too_large(self) -> None:
         _log.emit(_log.WARNING, "mcp.message_too_large", server=self.label, limit=self.limit)
         self.wire.reason = f"it sent a message larger than max_message_bytes ({self.limit} bytes)"
+        self.wire.too_large = True
 
     async def _deliver(self, line: bytes) -> bool:
         """Hand one line to the session; False once the session is gone."""

@@ -56,6 +56,8 @@ class Wire:
         self.ended = False
         #: why, when the transport knows (the process exited with a code, a message was too large …)
         self.reason: str | None = None
+        #: the connection ended because a message was over max_message_bytes (the same request would be again)
+        self.too_large = False
         #: the negotiated protocol version, once known (it decides how a listing is validated)
         self.version: str | None = None
         self._listings: dict[str, list[dict[str, Any]] | None] = {}
