@@ -278,10 +278,12 @@ def test_opened_in_one_event_loop_and_used_after_it_ended():
 
 
 _INTERRUPTED = """
+import signal
 import sys
 import toolwire
 from tests.mcp_helpers import hostile
 from tests.bodies import body
+signal.signal(signal.SIGINT, signal.default_int_handler)  # a test runner may have left SIGINT ignored
 ledger, state, pid = sys.argv[1], sys.argv[2], sys.argv[3]
 turn = toolwire.parse("openai-chat", body("openai-chat", [("call_w", "slow_bump", {"seconds": 30})]))
 with hostile("--state", state, "--own-pid", pid) as server:
@@ -300,8 +302,7 @@ def test_a_write_interrupted_mid_call_is_never_run_again_by_a_later_process(tmp_
     does not send it again."""
     ledger, state, pid = str(tmp_path / "ledger.db"), tmp_path / "state", tmp_path / "server.pid"
     first = subprocess.Popen([sys.executable, "-c", _INTERRUPTED, ledger, str(state), str(pid), "report"], cwd=ROOT,
-                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.default_int_handler))
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         assert first.stdout is not None and first.stdout.readline().strip() == "dispatching"
         deadline = time.monotonic() + 30
