@@ -14,6 +14,8 @@ from .bodies import body
 
 #: a 1×1 transparent PNG
 PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==")
+#: the first bytes of a JPEG (JFIF header and end marker): what the providers read its type from
+JPEG = base64.b64encode(b"\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00\xff\xd9").decode()
 WAV = base64.b64encode(b"RIFF$\x00\x00\x00WAVEfmt \x10\x00\x00\x00\x01\x00\x01\x00D\xac\x00\x00\x88X\x01\x00"
                        b"\x02\x00\x10\x00data\x00\x00\x00\x00").decode()
 PDF = base64.b64encode(b"%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n").decode()
@@ -34,7 +36,7 @@ CONTENTS: dict[str, Content] = {
                                     description="the week's forecast", mime_type="text/html")]),
     "structured": Content(structured=STRUCTURED),
     "structured_twin": Content(parts=[TextPart(text=json.dumps(STRUCTURED))], structured=STRUCTURED),
-    "mixed": Content(parts=[TextPart(text="Here:"), ImagePart(data=PNG, mime_type="image/jpeg"),
+    "mixed": Content(parts=[TextPart(text="Here:"), ImagePart(data=JPEG, mime_type="image/jpeg"),
                             AudioPart(data=WAV, mime_type="audio/wav"),
                             ResourcePart(uri="file:///report.pdf", mime_type="application/pdf", blob=PDF),
                             LinkPart(uri="https://example.com/x")], structured=STRUCTURED),
@@ -45,11 +47,11 @@ _IMAGE = [("image/png", PNG)]
 _PDF = [("application/pdf", PDF)]
 NATIVE: dict[str, dict[str, list[tuple[str, str]]]] = {
     "openai-chat": {},
-    "openai-responses": {"image": _IMAGE, "resource_pdf": _PDF, "mixed": [("image/jpeg", PNG)] + _PDF},
-    "anthropic": {"image": _IMAGE, "resource_pdf": _PDF, "mixed": [("image/jpeg", PNG)] + _PDF},
-    "gemini": {"image": _IMAGE, "resource_pdf": _PDF, "mixed": [("image/jpeg", PNG)] + _PDF},
+    "openai-responses": {"image": _IMAGE, "resource_pdf": _PDF, "mixed": [("image/jpeg", JPEG)] + _PDF},
+    "anthropic": {"image": _IMAGE, "resource_pdf": _PDF, "mixed": [("image/jpeg", JPEG)] + _PDF},
+    "gemini": {"image": _IMAGE, "resource_pdf": _PDF, "mixed": [("image/jpeg", JPEG)] + _PDF},
     "gemini-interactions": {"image": _IMAGE, "audio": [("audio/wav", WAV)], "resource_pdf": _PDF,
-                            "mixed": [("image/jpeg", PNG), ("audio/wav", WAV)] + _PDF},
+                            "mixed": [("image/jpeg", JPEG), ("audio/wav", WAV)] + _PDF},
 }
 
 

@@ -72,9 +72,11 @@ def _checked(turn: Turn, results: Iterable[ToolResult]) -> dict[str, ToolResult]
             raise UsageError(f"two results for call {r.local_id!r}: every call is answered exactly once")
         if r.parts is not None:
             try:
-                _rich.checked(Content(parts=r.parts))
+                clean = _rich.checked(Content(parts=r.parts))
             except _rich.Unusable as exc:
                 raise UsageError(f"result {r.local_id!r} has parts that cannot be sent: {exc.reason}") from None
+            # the checked copy is what is encoded: typed parts (also from dicts), base64 (also from bytes)
+            r = msgspec.structs.replace(r, parts=clean.parts)
         by_local[r.local_id] = r
     return by_local
 

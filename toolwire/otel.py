@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -47,19 +48,31 @@ def configure_tracing(enabled: bool | None = True, *, tracer_provider: Any = Non
     """Turn the spans on (``True``, the default when OpenTelemetry is installed) or off (``False``); ``None`` goes
     back to the environment (``TOOLWIRE_OTEL=0`` turns them off). ``tracer_provider``: take the tracer from this
     provider (anything with OpenTelemetry's ``get_tracer``) instead of the global one. Anything else is a
-    ``UsageError``."""
-    global _tracer, _forced, _provider
+    ``UsageError``. Safe to call while other threads dispatch: a tracer they were resolving under the previous
+    settings is not kept."""
+    global _tracer, _forced, _provider, _generation
     if enabled is not None and not isinstance(enabled, bool):
         raise UsageError(f"configure_tracing: enabled must be True, False or None, got {enabled!r}")
-    if tracer_provider is not None and not callable(getattr(tracer_provider, "get_tracer", None)):
-        raise UsageError("configure_tracing: tracer_provider must be an OpenTelemetry TracerProvider (with "
-                         f"get_tracer), got {type(tracer_provider).__name__}")
-    _forced = enabled
-    _provider = tracer_provider
-    _tracer = _UNRESOLVED
+    if tracer_provider is not None and (isinstance(tracer_provider, type)
+                                        or not callable(getattr(tracer_provider, "get_tracer", None))):
+        raise UsageError("configure_tracing: tracer_provider must be an OpenTelemetry TracerProvider instance (with "
+                         f"get_tracer), got {_kind(tracer_provider)}")
+    with _lock:
+        _forced = enabled
+        _provider = tracer_provider
+        _tracer = _UNRESOLVED
+        _generation += 1
+
+
+def _kind(value: Any) -> str:
+    return f"the class {value.__name__}" if isinstance(value, type) else type(value).__name__
 
 
 _provider: Any = None
+#: guards the settings above; ``_generation`` counts ``configure_tracing`` calls, so a tracer resolved under
+#: settings that changed meanwhile (on another thread) is used for the spans it was asked for, never kept
+_lock = threading.Lock()
+_generation = 0
 
 
 def failed(stage: str, exc: BaseException) -> None:
@@ -70,7 +83,9 @@ def failed(stage: str, exc: BaseException) -> None:
 
 def _resolve() -> Any:
     global _tracer
-    on = _forced if _forced is not None else os.environ.get("TOOLWIRE_OTEL", "1").strip().lower() not in (
+    with _lock:
+        generation, forced, chosen = _generation, _forced, _provider
+    on = forced if forced is not None else os.environ.get("TOOLWIRE_OTEL", "1").strip().lower() not in (
         "0", "false", "no", "off")
     tracer = None
     if on:
@@ -81,12 +96,14 @@ def _resolve() -> Any:
         else:
             from . import __version__
             try:
-                provider = _provider if _provider is not None else trace.get_tracer_provider()
+                provider = chosen if chosen is not None else trace.get_tracer_provider()
                 tracer = provider.get_tracer("toolwire", __version__)
             except Exception as exc:  # noqa: BLE001 - a tracer provider never breaks a dispatch
                 failed("get_tracer", exc)
                 tracer = None
-    _tracer = tracer
+    with _lock:
+        if generation == _generation:  # configure_tracing was not called meanwhile: keep it
+            _tracer = tracer
     return tracer
 
 
@@ -98,25 +115,41 @@ def enabled() -> bool:
 
 def tracer() -> Any:
     """The tracer in use, or None when tracing is off or OpenTelemetry is not installed."""
-    return _resolve() if _tracer is _UNRESOLVED else _tracer
+    current = _tracer  # read once: another thread may reset it in between
+    return _resolve() if current is _UNRESOLVED else current
+
+
+#: the longest text of a provider's kept on a span (a call id, an undeclared tool's name, a response id)
+MAX_TEXT = 256
+
+
+def provided(text: str, limit: int = MAX_TEXT) -> str:
+    """A string the provider or the model chose, as a span may carry it: at most ``limit`` characters, with every
+    secret the logs redact redacted."""
+    return _log.scrub(text[:limit])
 
 
 def start(plans: Iterable[Any]) -> None:
-    """Start one span per plan (``plan.span``), backdated to when the dispatcher took the call up."""
-    tracer = _resolve() if _tracer is _UNRESOLVED else _tracer
-    if tracer is None:
+    """Start one span per plan (``plan.span``), backdated to when the dispatcher took the call up.
+
+    The span is ``execute_tool {name}``. A call naming no declared tool carries the model's text as its name, of
+    any length: it is cut to 128 characters (and redacted like the logs) in the span's name and its
+    ``gen_ai.tool.name``, as the call id is to 256."""
+    chosen = tracer()
+    if chosen is None:
         return
     from opentelemetry.trace import SpanKind
     now_ns, now = time.time_ns(), time.perf_counter()
     for p in plans:
-        name = p.call.name or ""
+        declared = p.tool is not None and p.tool.name == p.call.name
+        name = (p.call.name or "") if declared else provided(p.call.name or "", 128)
         attributes: dict[str, Any] = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
                                       "gen_ai.tool.type": "function"}
         if p.call.call_id:
-            attributes["gen_ai.tool.call.id"] = p.call.call_id
+            attributes["gen_ai.tool.call.id"] = provided(p.call.call_id)
         try:
-            p.span = tracer.start_span(f"execute_tool {name}".rstrip(), kind=SpanKind.INTERNAL,
-                                       attributes=attributes, start_time=now_ns - int((now - p.started) * 1e9))
+            p.span = chosen.start_span(f"execute_tool {name}".rstrip(), kind=SpanKind.INTERNAL, attributes=attributes,
+                                       start_time=now_ns - int((now - p.started) * 1e9))
         except Exception as exc:  # noqa: BLE001 - a span processor of the application's raised: no span
             failed("start", exc)
             p.span = None
@@ -140,9 +173,9 @@ def finish(p: Any, result: Any) -> None:
         if span.is_recording():
             if p.tool is not None and p.tool.description:
                 span.set_attribute("gen_ai.tool.description", p.tool.description)
-            if _log.LOG_ARGUMENTS:
-                span.set_attribute("gen_ai.tool.call.arguments", p.call.raw_arguments)
-                span.set_attribute("gen_ai.tool.call.result", _text(result.content))
+            if _log.LOG_ARGUMENTS:  # opted in: the values, with the secrets the logs redact redacted as there
+                span.set_attribute("gen_ai.tool.call.arguments", _log.scrub(p.call.raw_arguments or ""))
+                span.set_attribute("gen_ai.tool.call.result", _log.scrub(_text(result.content)))
             for step in result.history:
                 attributes = {"src": step.src.value, "dst": step.dst.value, "trigger": step.trigger}
                 if step.position is not None:

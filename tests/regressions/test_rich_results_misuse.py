@@ -34,7 +34,7 @@ from toolwire import (
 )
 
 from ..bodies import PROVIDERS
-from ..rich import PNG, STRUCTURED, turn_of
+from ..rich import JPEG, PNG, STRUCTURED, turn_of
 from ..test_results_encoding import check_sdk, responses_body
 
 K = ResultKind
@@ -62,7 +62,7 @@ def test_a_data_url_given_as_base64_is_result_unusable_with_a_hint():
 def test_mime_types_in_capitals_and_image_jpg_are_sent_as_the_provider_spells_them(provider):
     """``IMAGE/JPG`` is read as image/jpeg and sent in lower case, which the SDK literals accept."""
     turn = turn_of(provider, ("show", {"n": 1}))
-    [r] = answer_with(ImagePart(data=PNG, mime_type="IMAGE/JPG")).run(turn, conversation_id="c")
+    [r] = answer_with(ImagePart(data=JPEG, mime_type="IMAGE/JPG")).run(turn, conversation_id="c")
     encoded = toolwire.encode_results(turn, [r])
     for m in encoded:
         check_sdk(provider, m)

@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .. import otel
+from ..codecs.base import add
 from ..codecs.telemetry import OPENAI_API_TYPES, OPERATION_NAMES, provider_name, request_attributes
 from ..types import Turn
 from .errors import CallbackError, ProviderError
@@ -52,7 +53,7 @@ def _error_type(exc: BaseException) -> str:
     if isinstance(exc, CallbackError):
         exc = exc.error
     if isinstance(exc, ProviderError) and isinstance(exc.type, str) and exc.type:
-        return exc.type
+        return otel.provided(exc.type, 128)  # the provider's error type: its own text, of any length
     return type(exc).__qualname__
 
 
@@ -110,9 +111,9 @@ def end_agent(span: Any, result: Any = None, exc: BaseException | None = None) -
                 steps = getattr(result, "steps", [])
                 for name in ("input_tokens", "output_tokens"):
                     counts = [getattr(s.turn.token_usage, name) for s in steps if s.turn.token_usage is not None]
-                    known = [c for c in counts if c is not None]
-                    if known:
-                        span.set_attribute(f"gen_ai.usage.{name}", sum(known))
+                    total = add(*counts)  # capped at the largest 64-bit count, as each response's counts are
+                    if total is not None:
+                        span.set_attribute(f"gen_ai.usage.{name}", total)
                 if result.fallback and result.reason is not None:
                     _fail(span, result.reason.value, "the user got the fallback message")
             if exc is not None:
@@ -172,11 +173,12 @@ def _response(span: Any, turn: Turn) -> None:
     """The response attributes of ``turn``: id, model, the finish reason of each choice (``error`` for one that
     ended without any), and the tokens the provider reported."""
     if turn.response_id:
-        span.set_attribute("gen_ai.response.id", turn.response_id)
+        span.set_attribute("gen_ai.response.id", otel.provided(turn.response_id))
     if turn.model:
-        span.set_attribute("gen_ai.response.model", turn.model)
-    reasons = ([c.raw_finish_reason or "error" for c in turn.choices] if turn.choices
-               else [turn.raw_finish_reason or "error"])
+        span.set_attribute("gen_ai.response.model", otel.provided(turn.model))
+    # the provider's own words, cut and redacted like every string it chose (a few choices are kept, not thousands)
+    reasons = ([otel.provided(c.raw_finish_reason or "error", 64) for c in turn.choices[:128]] if turn.choices
+               else [otel.provided(turn.raw_finish_reason or "error", 64)])
     span.set_attribute("gen_ai.response.finish_reasons", reasons)
     usage = turn.token_usage
     if usage is not None:
@@ -202,7 +204,7 @@ def end_request(span: Any, turn: Turn | None, exc: BaseException | None = None) 
                 status = getattr(exc, "status", None)
                 if isinstance(exc, ProviderError) and isinstance(status, int):
                     span.set_attribute("http.response.status_code", status)
-                _fail(span, _error_type(exc), str(exc) if isinstance(exc, ProviderError) else None)
+                _fail(span, _error_type(exc), otel.provided(str(exc), 512) if isinstance(exc, ProviderError) else None)
     except Exception as exc:  # noqa: BLE001
         otel.failed("finish", exc)
     otel.end(span)

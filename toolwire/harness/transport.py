@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
@@ -49,6 +50,17 @@ def _redact(text: str, secret: str | None) -> str:
     return _log.scrub(text)
 
 
+def _without_userinfo(url: str) -> tuple[str, str | None]:
+    """``url`` without the ``user:password@`` of its authority (what the logs show), and that password."""
+    try:
+        parts = urlsplit(url)
+        if "@" not in parts.netloc:
+            return url, None
+        return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2])), parts.password
+    except ValueError:  # a URL urllib cannot split (httpx refuses it anyway): no part of it is logged
+        return "[unreadable url]", None
+
+
 class _Base:
     def __init__(self, provider: str, *, model: str, base_url: str | None = None, api_key: str | None = None,
                  stream: bool = True, timeout: httpx.Timeout | float | None = None) -> None:
@@ -62,6 +74,8 @@ class _Base:
                              if k in ("authorization", "x-api-key", "x-goog-api-key")), None)
         _log.add_secret(self._secret)  # scrubbed from every log event from now on
         _log.add_secret(api_key)
+        self._logged_url, password = _without_userinfo(self._endpoint.url)
+        _log.add_secret(password)  # a base URL's ``user:password@``: never logged either
 
     @property
     def url(self) -> str:
@@ -83,7 +97,7 @@ class _Base:
 
     def _http_error(self, status: int, headers: Any, body: bytes) -> ProviderError:
         info = self._classify(status, headers, body)
-        _log.emit(_log.WARNING, "http.error", provider=self.provider, url=self.url, status=status,
+        _log.emit(_log.WARNING, "http.error", provider=self.provider, url=self._logged_url, status=status,
                   type=info.type, transient=info.transient, retry_after=info.retry_after,
                   body=_redact(body[:_HEAD_READ].decode("utf-8", "replace"), self._secret)[:_HEAD])
         return ProviderError(f"{self.provider} answered HTTP {status} ({info.type})", provider=self.provider,
@@ -100,8 +114,8 @@ class _Base:
             kind = "decoding_error"
         else:
             kind = "unreadable_body"
-        _log.emit(_log.WARNING, "http.unreadable_body", provider=self.provider, url=self.url, status=status,
-                  type=kind, transient=True,
+        _log.emit(_log.WARNING, "http.unreadable_body", provider=self.provider, url=self._logged_url,
+                  status=status, type=kind, transient=True,
                   error=_redact(f"{type(exc).__name__}: {exc}"[:300], self._secret),
                   # a 2xx body carries the model's calls: their arguments only with log_arguments
                   body=_redact(head.decode("utf-8", "replace"), self._secret)[:_HEAD] if _log.LOG_ARGUMENTS
@@ -111,7 +125,7 @@ class _Base:
 
     def _network_error(self, exc: Exception) -> ProviderError:
         kind = "timeout" if isinstance(exc, httpx.TimeoutException) else "connection_error"
-        _log.emit(_log.WARNING, "http.error", provider=self.provider, url=self.url, status=None, type=kind,
+        _log.emit(_log.WARNING, "http.error", provider=self.provider, url=self._logged_url, status=None, type=kind,
                   transient=True, retry_after=None, body=_redact(str(exc)[:300], self._secret))
         return ProviderError(f"{self.provider} request failed: {kind}", provider=self.provider, status=None,
                              type=kind, transient=True)

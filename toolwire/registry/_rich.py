@@ -8,6 +8,11 @@ padded, no white space), an ``ImagePart`` whose MIME type is not ``image/*`` (``
 ``ResourcePart`` without exactly one of ``text`` and ``blob``, an empty ``uri``, a ``structured`` value that is not
 a JSON object.
 
+The type of media a provider decodes (images, PDF documents) is read from their first bytes: providers refuse an
+image whose bytes are of another type than its MIME type says (Anthropic, in every later request of the
+conversation), so an image (or an image or PDF blob) whose bytes are of a known type (``sniffed``) takes that type.
+Bytes of no known type keep their label; the encoders describe them in words instead of sending them as media.
+
 Sizes: every part has a *cost*, the most bytes of text it can put on any wire: a text's UTF-8 length, a media
 part's base64 length plus the words that describe it (a wire that cannot carry the part sends those words), and
 so on; ``structured`` costs its JSON length. ``capped`` keeps a ``Content`` whose costs add up to more than the
@@ -27,7 +32,7 @@ import msgspec
 from .content import AudioPart, Content, ImagePart, LinkPart, Part, ResourcePart, TextPart
 
 __all__ = ["Unusable", "as_content", "checked", "capped", "describe", "resource_text", "json_form", "text_form",
-           "structured_text_part", "decoded_size", "SEPARATOR"]
+           "structured_text_part", "decoded_size", "sniffed", "decoded", "PDF", "SEPARATOR"]
 
 #: what joins the text of consecutive parts where a wire takes one string
 SEPARATOR = "\n\n"
@@ -79,6 +84,50 @@ def _mime(mime: str | None, where: str, family: str | None = None) -> None:
         raise Unusable(f"{where} has a MIME type that is not {family}/*")
 
 
+PDF = "application/pdf"
+#: the first bytes of the media types a provider reads (and decodes) inside a tool result
+_SIGNATURES = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"), (b"GIF87a", "image/gif"),
+               (b"GIF89a", "image/gif"), (b"%PDF-", PDF), (b"II*\x00", "image/tiff"), (b"MM\x00*", "image/tiff"),
+               (b"BM", "image/bmp"))
+#: ISO base media brands (``ftyp``) of HEIF images
+_BRANDS = {b"heic": "image/heic", b"heix": "image/heic", b"heim": "image/heic", b"heis": "image/heic",
+           b"hevc": "image/heic", b"hevx": "image/heic", b"mif1": "image/heif", b"msf1": "image/heif",
+           b"avif": "image/avif", b"avis": "image/avif"}
+
+
+def decoded(mime: str) -> bool:
+    """True for a (lower-case) MIME type whose data a provider decodes as what the type says: every image, PDF."""
+    return mime.startswith("image/") or mime == PDF
+
+
+def sniffed(data: str) -> str | None:
+    """The media type base64 ``data`` is, read from its first bytes (PNG, JPEG, GIF, WebP, BMP, TIFF, HEIC/HEIF,
+    AVIF, PDF), or None when they are none of these."""
+    try:
+        head = binascii.a2b_base64(data[:24])
+    except (ValueError, TypeError):
+        return None
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "image/webp"
+    if head[4:8] == b"ftyp":
+        return _BRANDS.get(head[8:12])
+    return next((kind for magic, kind in _SIGNATURES if head.startswith(magic)), None)
+
+
+def _typed(part: Part) -> Part:
+    """``part`` with the MIME type its bytes have, when it is an image (or an image or PDF blob) whose first bytes
+    say which known type it is and its label says another."""
+    if isinstance(part, ImagePart):
+        found = sniffed(part.data)
+        if found is not None and found.startswith("image/") and found != part.mime_type:
+            return msgspec.structs.replace(part, mime_type=found)
+    elif isinstance(part, ResourcePart) and part.blob is not None and decoded((part.mime_type or "").lower()):
+        found = sniffed(part.blob)
+        if found is not None and found != part.mime_type:
+            return msgspec.structs.replace(part, mime_type=found)
+    return part
+
+
 def checked(content: Content) -> Content:
     """A validated copy of ``content`` (see the module docstring); raises ``Unusable``."""
     try:
@@ -108,6 +157,8 @@ def checked(content: Content) -> Content:
             if not part.uri:
                 raise Unusable(f"{where} has an empty uri")
             _mime(part.mime_type, where)
+    if any(isinstance(p, (ImagePart, ResourcePart)) for p in clean.parts):
+        clean = msgspec.structs.replace(clean, parts=[_typed(p) for p in clean.parts])
     return clean
 
 

@@ -161,6 +161,15 @@ def _short(text: object, limit: int = 100) -> str:
     return s if len(s) <= limit else s[:limit] + "…"
 
 
+def _reason(exc: BaseException) -> str:
+    """The reason an ``OutcomeUnknown`` gives, for the model: its text cut short; whatever the handler put there
+    (a value whose ``str`` raises, text UTF-8 cannot encode), never an exception."""
+    try:
+        return _short(getattr(exc, "reason", exc), 300).encode("utf-8", "replace").decode("utf-8")
+    except Exception:  # noqa: BLE001 - the write may have taken effect: its answer must not fail
+        return "no reason could be read"
+
+
 def _jsonable(value: Any, call: ToolCall, conversation_id: str) -> tuple[Any, bool]:
     """The handler's return value as JSON-able builtins (msgspec.to_builtins), else its ``str``; ``(None, False)``
     when neither can be encoded (a value that contains itself, an int too large for JSON or for ``str``, a
@@ -851,7 +860,7 @@ class Dispatcher:
             _log.emit(_log.WARNING, "dispatch.outcome_unknown", provider=call.provider,
                       conversation_id=conversation_id, call_id=call.call_id, local_id=call.local_id, name=tool.name,
                       reason="handler_raised")
-            why = _short(getattr(outcome.value, "reason", outcome.value), 300)
+            why = _reason(outcome.value)
             self._answer(p, self._result(call, K.OUTCOME_UNKNOWN,
                                          f"{tool.name} could not confirm whether it took effect ({why}): it may or "
                                          "may not have taken effect. It will not be run again automatically."))
@@ -912,7 +921,11 @@ class Dispatcher:
         _log.emit(_log.INFO, "dispatch.tool_error", provider=call.provider, conversation_id=conversation_id,
                   call_id=call.call_id, local_id=call.local_id, name=p.tool.name, effect=p.tool.effect,
                   attempt=p.attempts)
-        return self._answer_value(p, getattr(exc, "content", str(exc)), K.TOOL_ERROR, conversation_id)
+        try:
+            value = exc.content if hasattr(exc, "content") else str(exc)
+        except Exception:  # noqa: BLE001 - a ToolError of the application's whose content cannot be read
+            return self._unusable(p, "a ToolError whose content cannot be read")
+        return self._answer_value(p, value, K.TOOL_ERROR, conversation_id)
 
     def _answer_value(self, p: _Plan, value: Any, kind: ResultKind, conversation_id: str) -> ToolResult:
         """``kind`` (``ok`` or ``tool_error``) with the handler's value: ``Content`` checked and capped, anything

@@ -45,7 +45,9 @@ import jsonschema_rs
 import msgspec
 
 from ._docstrings import describe_properties, read_docstring
+from ._rich import as_content, text_form
 from ._pydantic import is_pydantic_field, pydantic_arguments, uses_pydantic
+from .content import ToolError
 from .context import context_parameter
 from .errors import HandlerSignatureError, ToolDeclarationError, ToolNameError
 
@@ -469,10 +471,26 @@ def _msgspec_arguments(params: list[SchemaParameter], name: str
 
 def _validator_error(exc: Exception) -> ArgumentsInvalid:
     """``ArgumentsInvalid`` for an exception user code raised while the arguments were converted (the path is not
-    known: ``$``)."""
-    detail = str(exc)
+    known: ``$``): its text, or for a ``ToolError`` the text of its content (the answer meant for the model); only
+    its type when it cannot be printed."""
+    try:
+        detail = _tool_error_text(exc) if isinstance(exc, ToolError) else str(exc)
+    except Exception:  # noqa: BLE001 - user code's exception: the call is answered all the same
+        detail = ""
     shown = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
     return ArgumentsInvalid(f"validating the arguments raised {shown} - at `$`", "$")
+
+
+def _tool_error_text(exc: ToolError) -> str:
+    """The text of what a ``ToolError`` answers: a string as it is, ``Content`` (or parts) in their text form,
+    anything else as JSON."""
+    content = getattr(exc, "content", None)
+    if isinstance(content, str):
+        return content
+    rich = as_content(content)
+    if rich is not None:
+        return text_form(rich.parts) or (json.dumps(rich.structured) if rich.structured is not None else "")
+    return msgspec.json.encode(content).decode("utf-8") if content is not None else str(exc)
 
 
 def _documented(fn: Callable[..., Any]) -> Any:

@@ -8,6 +8,7 @@ a tool_result for every id."""
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any, Callable
 
@@ -77,9 +78,37 @@ _RESULT_BLOCKS = ("text", "image", "search_result", "document", "tool_reference"
 _IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
 
 
+#: the first bytes of each image type the Messages API takes
+_SIGNATURES = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"), (b"GIF87a", "image/gif"),
+               (b"GIF89a", "image/gif"))
+
+
+def _image_type(head: bytes) -> str | None:
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "image/webp"
+    return next((kind for magic, kind in _SIGNATURES if head.startswith(magic)), None)
+
+
+def _check_media(kind: str, media_type: str, data: str, at: str) -> None:
+    """The API reads what the media are: an image whose bytes are of another type than ``media_type`` says, or of
+    none it reads, and a document that is no PDF, are refused (with the API's own messages)."""
+    head = base64.b64decode(data[:24])
+    if kind == "document":
+        if not head.startswith(b"%PDF-"):
+            raise ApiError(400, f"{at}.document.source.base64.data: The PDF specified was not valid.")
+        return
+    actual = _image_type(head)
+    if actual is None:
+        raise ApiError(400, f"{at}.image.source.base64.data: Could not process image")
+    if actual != media_type:
+        raise ApiError(400, f"{at}.image.source.base64: The image was specified using the {media_type} media type, "
+                            f"but the image appears to be a {actual} image")
+
+
 def _check_result_content(content: Any, where: str) -> None:
     """A tool_result's content as the Messages API checks it: text, or a list of blocks of the types it takes;
-    text blocks not empty, base64 image and PDF sources of the listed types with data that decodes."""
+    text blocks not empty, base64 image and PDF sources of the listed types with data that decodes and is what its
+    type says."""
     if content is None or isinstance(content, str):
         return
     if not isinstance(content, list):
@@ -100,6 +129,7 @@ def _check_result_content(content: Any, where: str) -> None:
                                     f"{' or '.join(repr(t) for t in allowed)}")
             if not base64_ok(source.get("data")):
                 raise ApiError(400, f"{at}.{kind}.source.base64.data: invalid base64 data")
+            _check_media(kind, source["media_type"], source["data"], at)
 
 
 class Anthropic(Dialect):

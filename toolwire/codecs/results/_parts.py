@@ -3,7 +3,8 @@ result, and the ordered pieces (text, and the dialect's own blocks for the parts
 modules put in their result.
 
 A part the dialect does not take is sent as the words ``describe`` gives it (an embedded text resource: its text
-under a header naming it); an ``ImagePart`` of a type the provider does not list is described the same way.
+under a header naming it); an ``ImagePart`` of a type the provider does not list is described the same way, and so
+is an image (or a PDF) whose bytes are of no type the providers read: they would refuse it.
 ``structured`` JSON (``ToolResult.content`` when it is an object) comes first as JSON text, unless a text part
 already carries it (MCP asks servers to repeat it as text: it is not sent twice); a dialect whose result is an
 object (Gemini ``response``, an Interactions ``result`` with nothing else) takes the object instead.
@@ -14,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ...registry._rich import SEPARATOR, describe, structured_text_part
+from ...registry._rich import SEPARATOR, decoded, describe, sniffed, structured_text_part
 from ...registry.content import AudioPart, Content, ImagePart, Part, ResourcePart
 from ...registry.result import ToolResult
 from ._common import error_text, json_text
@@ -47,7 +48,8 @@ def mime(part: Part) -> str:
 
 
 def media(part: Part, accepted: frozenset[str]) -> tuple[str, str] | None:
-    """``(mime type, base64 data)`` of an image, audio or blob resource part whose type is in ``accepted``."""
+    """``(mime type, base64 data)`` of an image, audio or blob resource part whose type is in ``accepted``. The
+    type of an image or a PDF is the one its first bytes have (``sniffed``): bytes of no known type are None."""
     if isinstance(part, (ImagePart, AudioPart)):
         data = part.data
     elif isinstance(part, ResourcePart) and part.blob is not None:
@@ -55,6 +57,11 @@ def media(part: Part, accepted: frozenset[str]) -> tuple[str, str] | None:
     else:
         return None
     kind = mime(part)
+    if decoded(kind):
+        found = sniffed(data)
+        if found is None or (isinstance(part, ImagePart) and not found.startswith("image/")):
+            return None
+        kind = found
     return (kind, data) if kind in accepted else None
 
 
