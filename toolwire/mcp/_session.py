@@ -369,14 +369,14 @@ class Session:
             if exc.code == PARSE_ERROR:
                 # the answer arrived and could not be read (this client sends only well-formed requests)
                 raise MCPUnreadableAnswer(f"the answer of the MCP server {self.server} to {name} could not be read "
-                                        f"({exc.error.message}): the call may or may not have run",
-                                        server=self.server) from None
+                                          f"({exc.error.message}): the call may or may not have run",
+                                          server=self.server) from None
             raise ToolError(f"the MCP server refused the call: {exc.error.message} "
                             f"(JSON-RPC error {exc.code})") from None
         except (ValidationError, RuntimeError) as exc:
             raise MCPUnreadableAnswer(f"the MCP server {self.server} answered {name} with a result that is not "
-                                    f"valid ({describe(exc)}): the call may or may not have run",
-                                    server=self.server) from None
+                                      f"valid ({describe(exc)}): the call may or may not have run",
+                                      server=self.server) from None
         except Exception as exc:  # noqa: BLE001 - a transport failure mid-call
             self._lost(gen, describe(exc))
             raise OutcomeUnknown(f"the connection to the MCP server {self.server} broke during {name} "
