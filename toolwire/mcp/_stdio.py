@@ -255,6 +255,8 @@ class _Connection:
         with anyio.move_on_after(_EXIT_GRACE):
             await self.eof.wait()
             return
+        if self.closing:
+            return  # stopping: stop() deals with what holds the output
         if self.wire.reason is None:
             self.wire.reason = (f"its process exited with code {self.proc.returncode} (a process it left behind "
                                 "still holds its output)")
@@ -313,11 +315,10 @@ async def stdio_transport(command: str, args: Sequence[str], *, env: Mapping[str
     connection: _Connection | None = None
     try:
         inode = os.fstat(read_fd).st_ino
-        reader = asyncio.StreamReader(limit=READ_CHUNK, loop=loop)
+        reader = asyncio.StreamReader(limit=READ_CHUNK)
         pipe_file = os.fdopen(read_fd, "rb", buffering=0)
         read_fd = -1  # owned by pipe_file now
-        read_pipe, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop),
-                                                    pipe_file)
+        read_pipe, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe_file)
         connection = _Connection(proc, reader, read_pipe, inode, limit=limit, label=label, wire=wire)
         async with anyio.create_task_group() as tg:
             tg.start_soon(connection.read)
