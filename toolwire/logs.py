@@ -199,7 +199,20 @@ CATALOGUE: dict[str, EventSpec] = {
         "server's process too) and the next call opens a new one"),
     "mcp.tools_changed": _spec(
         "info", "generation server",
-        "an MCP server said its tool list changed (or came back from a restart with other tools)"),
+        "an MCP server said its tool list changed (or came back from a restart with other tools); once until the "
+        "next listing, however many notifications it sends"),
+    "mcp.message_too_large": _spec(
+        "warning", "limit server",
+        "a message of an MCP server was larger than max_message_bytes: over stdio the connection is ended (the call "
+        "in flight is answered as after a crash), over HTTP that answer's call fails"),
+    "mcp.unreadable_message": _spec(
+        "warning", "count server error",
+        "a stdio MCP server wrote a line that is not a JSON-RPC message (left out; logged at the 1st, 10th, "
+        "100th … of a connection, `count` so far)"),
+    "mcp.process_left_behind": _spec(
+        "warning", "pids server",
+        "a stopped stdio MCP server's output was still held open by processes it left behind (in its process "
+        "group, or out of it): they were killed"),
     "mcp.listen_ended": _spec(
         "debug", "generation reason server",
         "the subscriptions/listen stream for tool-list changes ended (a server that does not serve it, or a lost "

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ._listing import ListedTool, SkippedTool
 from ._results import content_from_result
-from .errors import MCPConnectionError, MCPProtocolError, MCPServerError
+from .errors import MCPConnectionError, MCPProtocolError, MCPServerError, MCPUnreadableAnswer
 from .server import MCPServer
 
 __all__ = [
@@ -30,4 +30,5 @@ __all__ = [
     "MCPServerError",
     "MCPConnectionError",
     "MCPProtocolError",
+    "MCPUnreadableAnswer",
 ]

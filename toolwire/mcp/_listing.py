@@ -21,7 +21,7 @@ from ..registry.tool import Effect, Tool, check_tool_name
 
 __all__ = ["SkippedTool", "ListedTool", "build_tools", "EFFECTS_FROM", "INVALID"]
 
-#: the key ``Session`` puts on a listed entry the MCP SDK could not read, with the reason
+#: the key put on a listed entry the MCP SDK could not read (see ``_wire``), with the reason
 INVALID = "toolwire:invalid"
 
 #: per-tool limits of the portability audit; ``max_tools`` and ``request_bytes`` are about the whole request
@@ -54,6 +54,14 @@ class ListedTool(msgspec.Struct, frozen=True, kw_only=True):
     destructive_hint: bool | None = None
     idempotent_hint: bool | None = None
     open_world_hint: bool | None = None
+
+
+#: characters of a server's tool name quoted in a log line or a detail
+_SHOWN = 200
+
+
+def _cut(text: str, limit: int = _SHOWN) -> str:
+    return text if len(text) <= limit else text[:limit] + f"… ({len(text)} characters)"
 
 
 def check_effects(effects: Mapping[str, str] | None) -> dict[str, Effect]:
@@ -112,8 +120,11 @@ def build_tools(entries: Iterable[Mapping[str, Any]], handler_for: Callable[[str
     seen: set[str] = set()
 
     def skip(name: str, reason: str, detail: str, where: tuple[str, ...] = ()) -> None:
+        if len(name) > _SHOWN:  # a server's name of any length: quoted in part, so a log line stays short
+            detail = detail.replace(name, _cut(name))
+        detail = _cut(detail, 4 * _SHOWN)
         skipped.append(SkippedTool(name=name, reason=reason, detail=detail, dialects=where))
-        _log.emit(_log.WARNING, "mcp.tool_skipped", server=server, tool=name, reason=reason, detail=detail)
+        _log.emit(_log.WARNING, "mcp.tool_skipped", server=server, tool=_cut(name), reason=reason, detail=detail)
 
     for entry in entries:
         name = entry.get("name")

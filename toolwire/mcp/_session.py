@@ -9,6 +9,9 @@ A generation is replaced, never repaired: when a call finds the connection gone 
 server closed), or a server that left a call unanswered does not answer a ping either, the generation is
 stopped (stdio: stdin closed, then the process group terminated) and the next call opens a new one, with
 ``attempts`` tries. The call that was in flight is never sent again: its handler raises ``OutcomeUnknown``.
+
+Each generation's transport is watched by a ``Wire`` (``_wire``): it says when the server's side ended and why,
+and takes the entries the SDK cannot read out of ``tools/list`` answers. Only public parts of the SDK are used.
 """
 
 from __future__ import annotations
@@ -16,7 +19,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Coroutine
 from contextlib import suppress
-from types import SimpleNamespace
 from typing import Any
 
 import anyio
@@ -24,11 +26,11 @@ import anyio
 from .. import _log
 from ..errors import UsageError
 from ..registry.content import Content, OutcomeUnknown, ToolError
-from ._listing import INVALID
 from ._loop import LoopThread, describe
 from ._results import content_from_result
 from ._targets import Target
-from .errors import MCPConnectionError, MCPProtocolError
+from ._wire import Wire, collect
+from .errors import MCPConnectionError, MCPProtocolError, MCPUnreadableAnswer
 
 __all__ = ["Session", "LoopThread", "describe"]
 
@@ -51,6 +53,12 @@ class _Generation:
         self.ended = asyncio.Event()
         self.dead = False
         self.protocol: str | None = None
+        self.wire = Wire()
+
+    def why(self, default: str) -> str:
+        """``default``, with what the transport knows of the end (an exit code, a message too large)."""
+        reason = self.wire.reason
+        return default if reason is None else f"{default}: {reason}"
 
 
 class Session:
@@ -59,8 +67,9 @@ class Session:
     Every coroutine here runs on one event loop (the ``LoopThread`` of the ``MCPServer``)."""
 
     def __init__(self, target: Target, *, connect_timeout: float, attempts: int, probe_timeout: float,
-                 protocol: str, on_change: Callable[[], None]) -> None:
+                 protocol: str, max_message_bytes: int, on_change: Callable[[int], None]) -> None:
         self.target = target
+        self.max_message_bytes = max_message_bytes
         self.connect_timeout = connect_timeout
         self.attempts = attempts
         self.probe_timeout = probe_timeout
@@ -73,6 +82,8 @@ class Session:
         self._tasks: set[asyncio.Task[Any]] = set()
         #: what the last complete listing was, to notice a server that restarted with other tools
         self.fingerprint: str | None = None
+        #: why the last try to connect failed, when the transport knows (the process exited with a code …)
+        self.open_reason: str | None = None
 
     @property
     def server(self) -> str:
@@ -115,7 +126,9 @@ class Session:
                 try:
                     gen = await self._open()
                 except Exception as exc:  # noqa: BLE001 - whatever the transport raised, it is this try's failure
-                    cause = describe(exc)
+                    cause = self.target.explain(exc)
+                    if self.open_reason is not None:
+                        cause = f"{cause} ({self.open_reason})"
                     _log.emit(_log.WARNING, "mcp.connect_failed", server=self.server, attempt=attempt, error=cause)
                     continue
                 reconnected = self.gen is not None
@@ -130,6 +143,7 @@ class Session:
                 server=self.server, attempts=self.attempts, cause=cause)
 
     async def _open(self) -> _Generation:
+        self.open_reason = None
         self.generations += 1
         gen = _Generation(self.generations)
         ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -137,7 +151,7 @@ class Session:
         async def on_message(message: Any) -> None:
             await self._on_message(gen, message)
 
-        gen.client = self.target.client(on_message, self.protocol)
+        gen.client = self.target.client(on_message, self.protocol, wire=gen.wire, limit=self.max_message_bytes)
         gen.task = asyncio.get_running_loop().create_task(self._own(gen, ready))
         try:
             await asyncio.wait_for(asyncio.shield(ready), self.connect_timeout)
@@ -150,6 +164,7 @@ class Session:
                 await asyncio.wait_for(gen.ended.wait(), _STOP_GRACE)
             if isinstance(exc, TimeoutError):
                 raise TimeoutError(f"no answer to the handshake within {self.connect_timeout:g} s") from None
+            self.open_reason = gen.wire.reason
             raise
         return gen
 
@@ -157,7 +172,7 @@ class Session:
         """The generation's task: hold the client open until ``gen.stop``."""
         try:
             async with gen.client:
-                gen.protocol = gen.client.protocol_version
+                gen.protocol = gen.wire.version = gen.client.protocol_version
                 if not ready.done():
                     ready.set_result(None)
                 async with anyio.create_task_group() as tg:
@@ -173,7 +188,7 @@ class Session:
                     ready.cancel()
             elif not gen.stop.is_set():
                 _log.emit(_log.WARNING, "mcp.disconnected", server=self.server, generation=gen.number,
-                          reason=describe(exc))
+                          reason=gen.why(describe(exc)))
             if not isinstance(exc, Exception):
                 raise
         finally:
@@ -194,7 +209,8 @@ class Session:
         if gen.dead:
             return
         gen.dead = True
-        _log.emit(_log.WARNING, "mcp.disconnected", server=self.server, generation=gen.number, reason=reason)
+        _log.emit(_log.WARNING, "mcp.disconnected", server=self.server, generation=gen.number,
+                  reason=gen.why(reason))
         self.spawn(self._stop(gen))
 
     async def close(self) -> None:
@@ -233,8 +249,7 @@ class Session:
     async def _on_message(self, gen: _Generation, message: Any) -> None:
         method = getattr(message, "method", None)
         if method == "notifications/tools/list_changed" and not gen.dead:
-            _log.emit(_log.INFO, "mcp.tools_changed", server=self.server, generation=gen.number)
-            self.on_change()
+            self.on_change(gen.number)
 
     async def _recheck(self, gen: _Generation) -> None:
         """After a reconnection, list the tools in the new session (the SDK checks results against the output
@@ -245,8 +260,7 @@ class Session:
             return
         if fingerprint(entries) != self.fingerprint:
             self.fingerprint = fingerprint(entries)
-            _log.emit(_log.INFO, "mcp.tools_changed", server=self.server, generation=self.generations)
-            self.on_change()
+            self.on_change(gen.number)
 
     # ---- requests -----------------------------------------------------------------------------------------------
     async def list_tools(self) -> list[dict[str, Any]]:
@@ -256,18 +270,25 @@ class Session:
         or that the server answers with an error."""
         from mcp.shared.exceptions import MCPError
         from mcp_types import CONNECTION_CLOSED
+        from pydantic import ValidationError
 
         for attempt in (1, 2):
             gen = await self.ensure()
             try:
                 entries = await self._pages(gen)
+            except ValidationError as exc:
+                raise MCPProtocolError(f"the MCP server {self.server} sent a tools/list page that is not valid MCP: "
+                                       f"{describe(exc)}", server=self.server) from None
             except MCPError as exc:
                 if exc.code != CONNECTION_CLOSED:
                     raise MCPProtocolError(f"the MCP server {self.server} answered tools/list with an error: "
                                            f"{exc.error.message} ({exc.code})", server=self.server) from None
                 self._lost(gen, "the connection closed during tools/list")
+                if gen.wire.too_large:  # not a lost connection: the page would be as large again
+                    raise MCPProtocolError(gen.why(f"the MCP server {self.server} could not be listed"),
+                                           server=self.server) from None
                 if attempt == 2:
-                    raise MCPConnectionError(f"the MCP server {self.server} went away during tools/list",
+                    raise MCPConnectionError(gen.why(f"the MCP server {self.server} went away during tools/list"),
                                              server=self.server, attempts=2, cause=describe(exc)) from None
                 continue
             except (MCPProtocolError, UsageError):
@@ -286,20 +307,16 @@ class Session:
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _pages(self, gen: _Generation) -> list[dict[str, Any]]:
-        from pydantic import ValidationError
-
+        """Every page of the listing; an entry the SDK cannot read is taken out of its page by the generation's
+        ``Wire`` and comes back here as ``{"name": …, INVALID: why}`` (left out by ``build_tools``)."""
         entries: list[dict[str, Any]] = []
         cursor: str | None = None
         seen: set[str] = set()
         for _ in range(MAX_PAGES):
-            try:
+            with collect() as unreadable:
                 page = await asyncio.wait_for(gen.client.list_tools(cursor=cursor), self.connect_timeout)
-            except ValidationError as exc:
-                # the SDK refuses the whole page for one entry it cannot read (an inputSchema whose root is not
-                # an object): read the page entry by entry, so that only that entry is left out
-                page = await asyncio.wait_for(self._lenient_page(gen, cursor, exc), self.connect_timeout)
-            entries.extend(t if isinstance(t, dict) else t.model_dump(by_alias=True, mode="json", exclude_none=True)
-                           for t in page.tools)
+            entries.extend(t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in page.tools)
+            entries.extend(unreadable)
             if len(entries) > MAX_TOOLS:
                 raise MCPProtocolError(f"the MCP server {self.server} lists more than {MAX_TOOLS} tools",
                                        server=self.server)
@@ -313,59 +330,20 @@ class Session:
         raise MCPProtocolError(f"the MCP server {self.server} did not end tools/list within {MAX_PAGES} pages",
                                server=self.server)
 
-    async def _lenient_page(self, gen: _Generation, cursor: str | None, refused: Exception) -> Any:
-        """One ``tools/list`` page read entry by entry: each entry the SDK cannot read becomes
-        ``{"name": …, INVALID: why}`` (left out by ``build_tools``), the others are given to the SDK's session as
-        a listing would be. Uses parts of the SDK that are not public; without them the page's error stands."""
-        import mcp_types as types
-        from pydantic import ValidationError
-
-        session = gen.client.session
-        stamp = getattr(session, "_stamp", None)
-        dispatcher = getattr(session, "_dispatcher", None)
-        absorb = getattr(session, "_absorb_tool_listing", None)
-        if stamp is None or dispatcher is None or absorb is None:
-            raise MCPProtocolError(f"the MCP server {self.server} sent a tools/list page that is not valid MCP: "
-                                   f"{describe(refused)}", server=self.server)
-        data = types.ListToolsRequest(params=types.PaginatedRequestParams(cursor=cursor)).model_dump(
-            by_alias=True, mode="json", exclude_none=True)
-        opts: dict[str, Any] = {}
-        stamp(data, opts)
-        raw = await dispatcher.send_raw_request(data["method"], data.get("params"), opts)
-        listed = raw.get("tools") if isinstance(raw, dict) else None
-        if not isinstance(listed, list):
-            raise MCPProtocolError(f"the MCP server {self.server} sent a tools/list page without a tools list",
-                                   server=self.server)
-        good: list[Any] = []
-        out: list[Any] = []
-        for entry in listed:
-            try:
-                tool = types.Tool.model_validate(entry, by_name=False)
-            except ValidationError as exc:
-                name = entry.get("name") if isinstance(entry, dict) else None
-                out.append({"name": name if isinstance(name, str) else repr(name),
-                            INVALID: f"the entry is not a valid MCP tool: {describe(exc)}"})
-                continue
-            good.append(tool)
-            out.append(tool)
-        next_cursor = raw.get("nextCursor")
-        absorb(types.ListToolsResult(tools=good), complete=False)
-
-        return SimpleNamespace(tools=out, next_cursor=next_cursor if isinstance(next_cursor, str) else None)
-
     async def call(self, name: str, args: Any, timeout: float) -> Content:
         """``tools/call`` ``name`` with ``args``, answered within ``timeout`` seconds.
 
         Returns the result's ``Content``; raises ``ToolError`` (an ``isError`` result, or a JSON-RPC error: the
         server refused the call), ``OutcomeUnknown`` (the connection broke, or no answer in time: the call may
-        have run), ``MCPConnectionError`` (no connection could be opened: nothing was sent) or
-        ``MCPProtocolError`` (an answer that is not a valid result)."""
+        have run), ``MCPConnectionError`` (no connection could be opened: nothing was sent) or an
+        ``MCPProtocolError`` that is also an ``OutcomeUnknown`` (an answer that is not a valid result, or that
+        could not be read: the call reached the server)."""
         from mcp.shared.exceptions import MCPError
-        from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+        from mcp_types import CONNECTION_CLOSED, PARSE_ERROR, REQUEST_TIMEOUT
         from pydantic import ValidationError
 
         gen = await self.ensure()
-        if _closed_before_sending(gen):
+        if gen.wire.ended:
             # the server went away while idle (a stdio process killed between calls): nothing was sent yet, so
             # the call goes to a new session instead of being answered "may or may not have run"
             self._lost(gen, "the connection had closed before the call")
@@ -380,18 +358,25 @@ class Session:
         except MCPError as exc:
             if exc.code == CONNECTION_CLOSED:
                 self._lost(gen, f"the connection closed during {name}")
-                raise OutcomeUnknown(f"the MCP server {self.server} went away during {name}: the call may or may "
-                                     "not have run") from None
+                why = gen.wire.reason or exc.error.message
+                raise OutcomeUnknown(f"the MCP server {self.server} went away during {name} ({why}): the call may "
+                                     "or may not have run") from None
             if exc.code == REQUEST_TIMEOUT:
                 _log.emit(_log.WARNING, "mcp.call_timeout", server=self.server, tool=name, timeout=timeout)
                 self.spawn(self.probe(gen, f"{name} was not answered within {timeout:g} s"))
                 raise OutcomeUnknown(f"the MCP server {self.server} did not answer {name} within {timeout:g} s: "
                                      "the call may or may not have run") from None
+            if exc.code == PARSE_ERROR:
+                # the answer arrived and could not be read (this client sends only well-formed requests)
+                raise MCPUnreadableAnswer(f"the answer of the MCP server {self.server} to {name} could not be read "
+                                          f"({exc.error.message}): the call may or may not have run",
+                                          server=self.server) from None
             raise ToolError(f"the MCP server refused the call: {exc.error.message} "
                             f"(JSON-RPC error {exc.code})") from None
         except (ValidationError, RuntimeError) as exc:
-            raise MCPProtocolError(f"the MCP server {self.server} answered {name} with a result that is not "
-                                   f"valid: {describe(exc)}", server=self.server) from None
+            raise MCPUnreadableAnswer(f"the MCP server {self.server} answered {name} with a result that is not "
+                                      f"valid ({describe(exc)}): the call may or may not have run",
+                                      server=self.server) from None
         except Exception as exc:  # noqa: BLE001 - a transport failure mid-call
             self._lost(gen, describe(exc))
             raise OutcomeUnknown(f"the connection to the MCP server {self.server} broke during {name} "
@@ -422,16 +407,6 @@ class Session:
         _log.emit(_log.WARNING, "mcp.session_reset", server=self.server, generation=gen.number,
                   reason=f"{why}; {reason}")
         await self._stop(gen)
-
-
-def _closed_before_sending(gen: _Generation) -> bool:
-    """True when the SDK's JSON-RPC dispatcher already saw the connection end (so a request would not be sent).
-    Reads an SDK attribute that is not public; without it the answer is False, the conservative one."""
-    try:
-        dispatcher = getattr(gen.client.session, "_dispatcher", None)
-    except RuntimeError:  # the client is not entered
-        return False
-    return getattr(dispatcher, "_closed", False) is True
 
 
 def fingerprint(entries: list[dict[str, Any]]) -> str:

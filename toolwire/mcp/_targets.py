@@ -7,25 +7,29 @@ environment variables whose names look secret are registered with the log scrubb
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shlex
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TextIO
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 from .. import __version__, _log
 from ..errors import UsageError
+from ._loop import describe
+from ._wire import Wire
 
 __all__ = ["Target", "StdioTarget", "HttpTarget"]
 
 MessageHandler = Callable[[Any], Awaitable[None]]
 _SECRET_NAME = re.compile(r"key|token|secret|passw|auth|cookie|credential|session", re.IGNORECASE)
 _PROTOCOLS = ("auto", "legacy")
-_SSE_READ_TIMEOUT = 300.0
+#: what HTTP/1.1 sends (RFC 9110 token; visible ASCII with inner spaces and tabs)
+_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_HEADER_VALUE = re.compile(r"(?:[\x21-\x7e](?:[\t\x20-\x7e]*[\x21-\x7e])?)?")
 
 
 def check_protocol(protocol: str) -> str:
@@ -37,16 +41,21 @@ def check_protocol(protocol: str) -> str:
 class Target:
     label: str
 
-    def transport(self) -> Any:
+    def transport(self, wire: Wire, limit: int) -> Any:
         raise NotImplementedError
 
-    def client(self, message_handler: MessageHandler, protocol: str) -> Any:
-        """A new, unopened ``mcp.Client`` for this server."""
+    def explain(self, exc: BaseException) -> str:
+        """``exc`` (a failure to connect) in one line, with what the transport saw."""
+        return describe(exc)
+
+    def client(self, message_handler: MessageHandler, protocol: str, *, wire: Wire, limit: int) -> Any:
+        """A new, unopened ``mcp.Client`` for this server, its messages watched by ``wire`` and each at most
+        ``limit`` bytes."""
         from mcp import Client
         from mcp_types import Implementation
 
         handler: Any = message_handler  # the SDK's MessageHandlerFnT protocol, which this coroutine function is
-        return Client(self.transport(), mode=protocol, cache=None, message_handler=handler,
+        return Client(wire.around(self.transport(wire, limit)), mode=protocol, cache=None, message_handler=handler,
                       client_info=Implementation(name="toolwire", version=__version__))
 
 
@@ -59,6 +68,9 @@ class StdioTarget(Target):
             raise UsageError("args must be a sequence of strings (one per argument), not a string")
         if env is not None and not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
             raise UsageError("env must map strings to strings")
+        if stderr in (subprocess.PIPE, subprocess.STDOUT):
+            # a pipe nobody reads blocks the server once it fills; stdout would mix its stderr into the protocol
+            raise UsageError("stderr must be a file, a descriptor or subprocess.DEVNULL (not PIPE or STDOUT)")
         self.command = command
         self.args = list(args)
         self.env = dict(env) if env is not None else None
@@ -81,25 +93,41 @@ class StdioTarget(Target):
             return subprocess.DEVNULL
         return target
 
-    def transport(self) -> Any:
-        from mcp.client.stdio import StdioServerParameters, stdio_client
+    def transport(self, wire: Wire, limit: int) -> Any:
+        from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client
 
         cwd = None if self.cwd is None else os.fspath(self.cwd)
-        params = StdioServerParameters(command=self.command, args=self.args, env=self.env, cwd=cwd)
-        return stdio_client(params, errlog=self._errlog())
+        if os.name != "posix":  # pragma: no cover - the SDK's transport, without toolwire's bounds
+            params = StdioServerParameters(command=self.command, args=self.args, env=self.env, cwd=cwd)
+            return stdio_client(params, errlog=self._errlog())
+        from ._stdio import stdio_transport
+
+        env = get_default_environment() | (self.env or {})
+        return stdio_transport(self.command, self.args, env=env, cwd=cwd, errlog=self._errlog(), limit=limit,
+                               label=self.label, wire=wire)
 
 
 class HttpTarget(Target):
     def __init__(self, url: str, headers: Mapping[str, str] | None, timeout: float) -> None:
         if not isinstance(url, str):
             raise UsageError("the MCP server's url must be a string")
-        parts = urlsplit(url)
+        try:
+            parts = urlsplit(url)
+            parts.port  # noqa: B018 - a port that is not a number raises here
+        except ValueError as exc:
+            raise UsageError(f"the MCP server's url is not a valid URL ({exc})") from None
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise UsageError("the MCP server's url must be an http:// or https:// URL with a host")
         if headers is not None and not all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items()):
             raise UsageError("headers must map strings to strings")
-        self.url = url
         self.headers = dict(headers or {})
+        for name, value in self.headers.items():
+            if _HEADER_NAME.fullmatch(name) is None:
+                raise UsageError(f"{name!r} is not an HTTP header name (letters, digits and !#$%&'*+-.^_`|~ only)")
+            if _HEADER_VALUE.fullmatch(value) is None:
+                # the value is never quoted: it is usually a secret (a key read from a file with its newline)
+                raise UsageError(f"the value of the header {name!r} cannot be sent: it holds a line break, a "
+                                 "control character or a character outside ASCII, or starts or ends with a space")
         self.timeout = timeout
         for value in self.headers.values():
             _log.add_secret(value)
@@ -108,19 +136,61 @@ class HttpTarget(Target):
                 _log.add_secret(token.strip())
         if parts.password:
             _log.add_secret(parts.password)
-        host = parts.hostname + (f":{parts.port}" if parts.port else "")
+            _log.add_secret(unquote(parts.password))
+        for name, value in parse_qsl(parts.query):
+            if _SECRET_NAME.search(name):
+                _log.add_secret(value)
+        host = parts.netloc.rpartition("@")[2]
+        #: user info in the URL is sent as basic auth by the HTTP client, never handed to the SDK (which logs URLs)
+        self.auth = (unquote(parts.username or ""), unquote(parts.password or "")) if "@" in parts.netloc else None
+        self.url = urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
         self.label = _log.scrub(urlunsplit((parts.scheme, host, parts.path, "", "")))
+        self._status: int | None = None
+        _scrub_http_logs()
 
-    def transport(self) -> Any:
-        return self._transport()
+    def explain(self, exc: BaseException) -> str:
+        text = describe(exc)
+        return text if self._status is None else f"{text} (HTTP {self._status})"
 
-    @asynccontextmanager
-    async def _transport(self) -> AsyncIterator[Any]:
-        import httpx2  # the MCP SDK's HTTP client
-        from mcp.client.streamable_http import streamable_http_client
+    def transport(self, wire: Wire, limit: int) -> Any:
+        return self._transport(limit)
 
-        # reads may wait long on an event stream; each call has its own deadline besides
-        timeout = httpx2.Timeout(self.timeout, read=_SSE_READ_TIMEOUT)
-        async with httpx2.AsyncClient(headers=self.headers, timeout=timeout) as http:
-            async with streamable_http_client(self.url, http_client=http) as streams:
-                yield streams
+    def _transport(self, limit: int) -> Any:
+        from ._http import http_transport
+
+        self._status = None
+
+        def on_status(status: int) -> None:
+            self._status = status
+
+        return http_transport(self.url, headers=self.headers, auth=self.auth, timeout=self.timeout, limit=limit,
+                              label=self.label, on_error_status=on_status)
+
+
+class _ScrubSecrets(logging.Filter):
+    """Removes the secrets toolwire registered (header values, URL passwords and secret query values) from the
+    records of the MCP SDK's HTTP transport and of its HTTP client, which log URLs and messages."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            text = record.getMessage()
+        except Exception:  # noqa: BLE001 - a record that does not format is left to logging
+            return True
+        clean = _log.scrub(text)
+        if clean != text:
+            record.msg, record.args = clean, None
+        if record.exc_info and not record.exc_text:  # an exception's text can quote a URL (httpx2's status errors)
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = _log.scrub(record.exc_text)
+        return True
+
+
+_SCRUB = _ScrubSecrets()
+
+
+def _scrub_http_logs() -> None:
+    for name in ("mcp.client.streamable_http", "httpx2"):
+        logger = logging.getLogger(name)
+        if _SCRUB not in logger.filters:
+            logger.addFilter(_SCRUB)

@@ -9,8 +9,9 @@ bounds (``MCPProtocolError``).
 from __future__ import annotations
 
 from ..errors import ToolwireError
+from ..registry.content import OutcomeUnknown
 
-__all__ = ["MCPServerError", "MCPConnectionError", "MCPProtocolError"]
+__all__ = ["MCPServerError", "MCPConnectionError", "MCPProtocolError", "MCPUnreadableAnswer"]
 
 
 class MCPServerError(ToolwireError):
@@ -37,3 +38,13 @@ class MCPConnectionError(MCPServerError):
 class MCPProtocolError(MCPServerError):
     """The server answered outside the protocol or its bounds: a ``tools/list`` that does not end (a cursor
     repeated, more pages or tools than allowed), a result that does not validate."""
+
+
+class MCPUnreadableAnswer(MCPProtocolError, OutcomeUnknown):
+    """The server answered a ``tools/call`` with something that is not a valid result (or that could not be
+    read): the call reached the server, so whether it took effect is unknown. A write is answered
+    ``outcome_unknown`` (never run again), a read ``handler_failed``."""
+
+    def __init__(self, message: str, *, server: str) -> None:
+        MCPProtocolError.__init__(self, message, server=server)
+        self.reason = message

@@ -34,6 +34,8 @@ __all__ = ["MCPServer"]
 #: seconds a call may outlive its tool's timeout on the wire: the dispatcher answers at the timeout, then the
 #: request is cancelled and, if the server stays silent, the session is replaced
 CALL_GRACE = 1.0
+#: the default bound on one message from a server (a stdio line, an HTTP answer, an event of a stream)
+MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 
 
 def _positive(name: str, value: object, *, allow_none: bool = False) -> float | None:
@@ -63,12 +65,15 @@ class MCPServer:
     Options: ``connect_timeout`` (seconds for the handshake and for each ``tools/list`` page),
     ``reconnect_attempts`` (tries to open a session, each time one is needed), ``probe_timeout`` (seconds a
     server that left a call unanswered gets to answer a ping before its session is replaced), ``protocol``
-    (``"auto"``: the newest protocol the server speaks; ``"legacy"``: the ``initialize`` handshake) and
-    ``on_change`` (called with the server, in a thread of its own, when the server says its tool list changed).
+    (``"auto"``: the newest protocol the server speaks; ``"legacy"``: the ``initialize`` handshake),
+    ``max_message_bytes`` (16 MiB: the most one message of the server may hold; a larger one ends the
+    connection, or over HTTP fails its request) and ``on_change`` (called with the server, in a thread of its
+    own, when the server says its tool list changed; notifications that arrive while it runs make one more call
+    after it, not one each).
     """
 
     def __init__(self, target: Target, *, connect_timeout: float = 30.0, reconnect_attempts: int = 3,
-                 probe_timeout: float = 5.0, protocol: str = "auto",
+                 probe_timeout: float = 5.0, protocol: str = "auto", max_message_bytes: int = MAX_MESSAGE_BYTES,
                  on_change: Callable[[MCPServer], None] | None = None) -> None:
         _require_sdk()
         if not isinstance(target, Target):
@@ -79,12 +84,18 @@ class MCPServer:
             raise UsageError(f"reconnect_attempts must be an int from 1 to 100, not {reconnect_attempts!r}")
         if on_change is not None and not callable(on_change):
             raise UsageError("on_change must be callable")
+        if isinstance(max_message_bytes, bool) or not isinstance(max_message_bytes, int) or max_message_bytes < 1024:
+            raise UsageError(f"max_message_bytes must be an int of at least 1024, not {max_message_bytes!r}")
         self._target = target
         self._options = {"connect_timeout": _positive("connect_timeout", connect_timeout),
                          "attempts": reconnect_attempts,
                          "probe_timeout": _positive("probe_timeout", probe_timeout),
-                         "protocol": check_protocol(protocol)}
+                         "protocol": check_protocol(protocol),
+                         "max_message_bytes": max_message_bytes}
         self._on_change = on_change
+        self._notify = threading.Lock()
+        self._notifying = False  # an on_change thread is running
+        self._notify_again = False  # and the list changed again meanwhile
         self._thread: LoopThread | None = None
         self._session: Session | None = None
         self._changed = False
@@ -242,18 +253,38 @@ class MCPServer:
                              "`async with server:` first")
         return thread, session
 
-    def _changed_now(self) -> None:
-        """On the session's loop: the server's tool list changed."""
+    def _changed_now(self, generation: int) -> None:
+        """On the session's loop: the server's tool list changed. Logged once until the next listing; the
+        callback runs in one thread at a time, once more after it if the list changed again meanwhile (a server
+        that floods notifications gets neither a thread nor a log line for each)."""
+        if not self._changed:
+            _log.emit(_log.INFO, "mcp.tools_changed", server=self.name, generation=generation)
         self._changed = True
         callback = self._on_change
         if callback is None:
             return
+        with self._notify:
+            if self._notifying:
+                self._notify_again = True
+                return
+            self._notifying = True
 
         def run() -> None:
             try:
-                callback(self)
-            except Exception as exc:  # noqa: BLE001 - the application's callback must not stop the session
-                _log.emit(_log.ERROR, "mcp.on_change_failed", server=self.name, error=describe(exc))
+                while True:
+                    try:
+                        callback(self)
+                    except Exception as exc:  # noqa: BLE001 - the application's callback must not stop the session
+                        _log.emit(_log.ERROR, "mcp.on_change_failed", server=self.name, error=describe(exc))
+                    with self._notify:
+                        if not self._notify_again:
+                            self._notifying = False
+                            return
+                        self._notify_again = False
+            except BaseException:  # a SystemExit in the callback: the next change still calls it
+                with self._notify:
+                    self._notifying = False
+                raise
 
         threading.Thread(target=run, name="toolwire-mcp-on-change", daemon=True).start()
 

@@ -1,0 +1,194 @@
+"""A hostile MCP server over HTTP, written by hand on ``http.server`` (JSON-RPC over POST, the ``initialize``
+handshake; ``server/discover`` is answered "method not found", so clients fall back to it), for what a
+well-behaved server never does. Each tool misbehaves in its own way when called; ``--status`` makes every POST
+fail.
+
+Tools: ``echo`` (a read that answers its ``text``), ``bump`` (a write that adds one to a counter kept in memory
+and answers it), ``count``; ``huge_json`` (answers with an ``application/json`` body of ``bytes`` bytes),
+``big_sse`` (answers with one SSE event of ``bytes`` bytes), ``hang_sse`` (starts an SSE answer, then sends
+nothing), ``broken_sse`` / ``broken_sse_write`` (SSE whose event is not JSON, then a cut one; the write counts
+first), ``cut_json`` / ``cut_json_write`` (promises a body longer than it sends, then closes), ``redirect`` (a 307
+to ``--redirect-to``).
+
+Options: ``--port``, ``--status CODE`` (answer every POST with CODE), ``--redirect-all URL`` (answer every POST
+with a 307 to URL), ``--record FILE`` (append each request's method, path and headers, one JSON line each).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+OBJECT = {"type": "object", "properties": {}}
+
+
+def _tool(name: str, read: bool = True, **props: str) -> dict:
+    schema = {"type": "object", "properties": {k: {"type": v} for k, v in props.items()}}
+    return {"name": name, "inputSchema": schema, "annotations": {"readOnlyHint": read}}
+
+
+TOOLS = [_tool("echo", text="string"), _tool("bump", read=False), _tool("count"), _tool("huge_json", bytes="integer"),
+         _tool("big_sse", bytes="integer"), _tool("hang_sse"), _tool("broken_sse"),
+         _tool("broken_sse_write", read=False), _tool("cut_json"),
+         _tool("cut_json_write", read=False), _tool("redirect")]
+
+
+class State:
+    options: argparse.Namespace
+    count = 0
+    lock = threading.Lock()
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class's name
+        pass
+
+    def record(self) -> None:
+        if State.options.record is not None:
+            entry = {"method": self.command, "path": self.path, "headers": dict(self.headers.items())}
+            with State.lock, State.options.record.open("a") as f:
+                f.write(json.dumps(entry) + "\n")
+
+    def reply(self, status: int, body: bytes, content_type: str = "application/json", **headers: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for key, value in headers.items():
+            self.send_header(key.replace("_", "-"), value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def result(self, request_id: object, result: object = None, error: dict | None = None) -> None:
+        message: dict = {"jsonrpc": "2.0", "id": request_id}
+        message.update({"error": error} if error is not None else {"result": result})
+        self.reply(200, json.dumps(message).encode(), mcp_session_id="hostile-session")
+
+    def sse_head(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+
+    def do_GET(self) -> None:  # noqa: N802 - the base class's name
+        self.record()
+        self.reply(405, b"")
+
+    def do_DELETE(self) -> None:  # noqa: N802
+        self.record()
+        self.reply(200, b"")
+
+    def do_POST(self) -> None:  # noqa: N802
+        self.record()
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        options = State.options
+        if options.status:
+            self.reply(options.status, b'{"detail": "no"}')
+            return
+        if options.redirect_all:
+            self.reply(307, b"", Location=options.redirect_all)
+            return
+        message = json.loads(body)
+        if "id" not in message:
+            self.reply(202, b"")
+            return
+        method, params, request_id = message.get("method"), message.get("params") or {}, message["id"]
+        if method == "initialize":
+            self.result(request_id, {"protocolVersion": params.get("protocolVersion", "2025-06-18"),
+                                     "capabilities": {"tools": {}}, "serverInfo": {"name": "hostile", "version": "1"}})
+        elif method == "tools/list":
+            self.result(request_id, {"tools": TOOLS})
+        elif method == "ping":
+            self.result(request_id, {})
+        elif method == "tools/call":
+            self.call(request_id, params.get("name"), params.get("arguments") or {})
+        else:
+            self.result(request_id, error={"code": -32601, "message": "Method not found"})
+
+    def call(self, request_id: object, name: str, args: dict) -> None:
+        def text(value: str) -> dict:
+            return {"content": [{"type": "text", "text": value}]}
+
+        if name == "echo":
+            self.result(request_id, text(str(args.get("text"))))
+        elif name == "bump":
+            with State.lock:
+                State.count += 1
+                n = State.count
+            self.result(request_id, text(str(n)))
+        elif name == "count":
+            self.result(request_id, text(str(State.count)))
+        elif name == "huge_json":
+            size = int(args.get("bytes", 64 << 20))
+            head = b'{"jsonrpc":"2.0","id":' + json.dumps(request_id).encode() + b',"result":{"content":[' \
+                b'{"type":"text","text":"'
+            tail = b'"}]}}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(head) + size + len(tail)))
+            self.end_headers()
+            self.wfile.write(head)
+            chunk = b"x" * (1 << 20)
+            try:
+                while size > 0:
+                    self.wfile.write(chunk[:size])
+                    size -= len(chunk)
+                self.wfile.write(tail)
+            except OSError:
+                return  # the client stopped reading
+        elif name == "big_sse":
+            data = json.dumps({"jsonrpc": "2.0", "id": request_id,
+                               "result": text("x" * int(args.get("bytes", 2 << 20)))})
+            self.sse_head()
+            self.wfile.write(b"event: message\ndata: " + data.encode() + b"\n\n")
+        elif name == "hang_sse":
+            self.sse_head()
+            self.wfile.flush()
+            time.sleep(600)
+        elif name in ("broken_sse", "broken_sse_write"):
+            if name == "broken_sse_write":
+                with State.lock:
+                    State.count += 1
+            self.sse_head()
+            self.wfile.write(b"event: message\ndata: {this is not json\n\n")
+            self.wfile.write(b"event: message\ndata: {\"jsonrpc\": \"2.0\", \"id\": ")
+            self.wfile.flush()
+        elif name in ("cut_json", "cut_json_write"):
+            if name == "cut_json_write":
+                with State.lock:
+                    State.count += 1
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", "1000")
+            self.end_headers()
+            self.wfile.write(b'{"jsonrpc": "2.0", "id": ')
+            self.wfile.flush()
+            self.close_connection = True
+        elif name == "redirect":
+            self.reply(307, b"", Location=State.options.redirect_to or "http://127.0.0.1:9/")
+        else:
+            self.result(request_id, error={"code": -32602, "message": f"no tool {name}"})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--status", type=int)
+    parser.add_argument("--redirect-all")
+    parser.add_argument("--redirect-to")
+    parser.add_argument("--record", type=Path)
+    State.options = parser.parse_args()
+    server = ThreadingHTTPServer(("127.0.0.1", State.options.port), Handler)
+    server.daemon_threads = True
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
