@@ -47,6 +47,8 @@ ALLOWED = {
     "input_schema",
     # ToolLoop(reasoning_effort=...): the loop's option, which each dialect puts in its own field
     "reasoning_effort",
+    # toolwire.mcp's JSON-RPC request ids (MCP's own word; Anthropic's error event happens to carry one too)
+    "request_id",
 }
 
 
@@ -127,5 +129,11 @@ def test_allowed_names_are_public_vocabulary(name):
               "tool_calls": [r.value for r in toolwire.FinishReason],
               "tool_choice": ToolLoop.__init__.__code__.co_varnames,
               "reasoning_effort": ToolLoop.__init__.__code__.co_varnames,
-              "input_schema": toolwire.ToolSpec.__struct_fields__}
+              "input_schema": toolwire.ToolSpec.__struct_fields__,
+              "request_id": _mcp_wire_names()}
     assert name in public[name]
+
+
+def _mcp_wire_names() -> str:
+    """The source of toolwire.mcp's JSON-RPC layer, where request ids are MCP's own."""
+    return "".join(p.read_text(encoding="utf-8") for p in (ROOT / "mcp").glob("*.py"))
