@@ -242,7 +242,7 @@ class AnthropicCodec(Codec):
                 if rec is None:
                     asm.protocol_error(f"input_json_delta for {blk.type} block {ev.index}")
                 elif d.partial_json:
-                    rec.add(d.partial_json)
+                    rec.fragments.append(d.partial_json)
             elif type(d) is _TextDelta:
                 blk.parts.append(d.text)
                 asm.add_text(d.text)
@@ -323,7 +323,7 @@ class AnthropicCodec(Codec):
             return
         rec = blk.rec
         if rec is not None and type(delta) is _InputJsonDelta and delta.partial_json:
-            rec.add(delta.partial_json)  # fails the call and records the protocol error
+            rec.fragments.append(delta.partial_json)  # fails the call and records the protocol error
         else:
             asm.protocol_error(f"content_block_delta for block {index} after its content_block_stop")
 

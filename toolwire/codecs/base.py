@@ -107,8 +107,9 @@ class Codec:
        without choices): neither counts. An input in which nothing was understood ends in ``no_payload``.
     2. **Calls.** ``asm.open_call(..., initial=)`` announces a call; arguments its start carries are its value
        unless they are a placeholder (``{}`` or nothing), and fragments that follow replace them. Every non-empty
-       argument fragment goes to ``rec.add(text)``, the fast path (a list append while the call accumulates; the
-       checked path otherwise, which fails a call that already ended). A call is complete only on the
+       argument fragment goes to ``rec.fragments.append(text)``, the fast path (the fragment list itself while the
+       call accumulates; otherwise a guard whose ``append`` takes the checked path, which starts accumulating on
+       the first fragment and fails a call that already ended). A call is complete only on the
        dialect's terminator: ``asm.complete(rec, final=)`` (``final``: a whole value the provider sends at the
        end, checked against the fragments) or ``asm.terminate(rec)`` for an indexed block or step (a call
        still without a name fails). Server-side calls are opened with ``server=True``.

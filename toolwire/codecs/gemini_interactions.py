@@ -275,7 +275,7 @@ class GeminiInteractionsCodec(Codec):
                 if rec is None or rec.server:
                     asm.protocol_error(f"arguments_delta for {st.type} step {ev.index}")
                 elif d.arguments:
-                    rec.add(d.arguments)
+                    rec.fragments.append(d.arguments)
             elif type(d) is _TextDelta:
                 st.text.append(d.text)
                 if d.text:
@@ -358,7 +358,7 @@ class GeminiInteractionsCodec(Codec):
         if st is None:
             asm.protocol_error(f"delta for step {index}, which was never started")
         elif st.rec is not None and type(d) is _ArgumentsDelta and d.arguments:
-            st.rec.add(d.arguments)  # fails the call and records the protocol error
+            st.rec.fragments.append(d.arguments)  # fails the call and records the protocol error
         else:
             asm.protocol_error(f"delta for step {index} after its stop")
 
@@ -500,7 +500,7 @@ class GeminiInteractionsCodec(Codec):
         text = _args_text(d.arguments)
         if text is not None:
             if not rec.is_open:
-                rec.add(text)  # fails the call: it had ended
+                rec.fragments.append(text)  # fails the call: it had ended
                 return
             if rec.state is _ANN:
                 rec.receive()

@@ -285,7 +285,7 @@ class OpenAIChatCodec(Codec):
             if rec is not None and rec.state is _ACC:
                 args = fn.arguments
                 if args:
-                    rec.add(args if isinstance(args, str) else self.to_text(args))
+                    rec.fragments.append(args if isinstance(args, str) else self.to_text(args))
                 return
         asm = self.asm
         if st.finished:
@@ -349,7 +349,7 @@ class OpenAIChatCodec(Codec):
             if tc.extra_content is not None and "extra_content" not in rec.meta:
                 rec.meta["extra_content"] = tc.extra_content
         if args is not None and args != "":
-            rec.add(args if isinstance(args, str) else self.to_text(args))
+            rec.fragments.append(args if isinstance(args, str) else self.to_text(args))
 
     @staticmethod
     def _starts_new_call(st: _ChoiceCalls, rec: Any, name: str, args: Any) -> bool:

@@ -298,7 +298,7 @@ class OpenAIResponsesCodec(Codec):
                 self._odd_delta(ev, it)
                 return
             if ev.delta:
-                it.rec.add(ev.delta)  # a fragment after the call ended fails it
+                it.rec.fragments.append(ev.delta)  # a fragment after the call ended fails it
             return
         if cls is _TextDelta:
             if ev.delta:
@@ -390,7 +390,7 @@ class OpenAIResponsesCodec(Codec):
             it = self._find(ev.item_id, ev.output_index)
             if it is not None and it.delta is type(ev):
                 if ev.delta:  # an item sent without an id: its deltas can only be matched by output_index
-                    it.rec.add(ev.delta)
+                    it.rec.fragments.append(ev.delta)
                 return
         if it is None:
             asm.protocol_error(f"{kind} for item {ev.item_id!r}, which was never added")
@@ -442,7 +442,7 @@ class OpenAIResponsesCodec(Codec):
         if rec is not None and st.delta is not None:
             first = item.input if item.type == _CUSTOM else self._string_arguments(item)
             if isinstance(first, str) and first and (item.type == _CUSTOM or bytes(item.arguments)[:1] == b'"'):
-                rec.add(first)  # arguments given in the added item: deltas append to them
+                rec.fragments.append(first)  # arguments given in the added item: deltas append to them
 
     def _item_done(self, index: int | None, raw: msgspec.Raw) -> None:
         asm = self.asm

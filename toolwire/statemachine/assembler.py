@@ -8,7 +8,7 @@ Codecs (one per dialect) translate wire events into calls on this object: ``open
   problem (it will be rejected, never run).
 * ``open_call(initial=)``: arguments given with a call's start are its whole value, unless they are a
   placeholder (``{}`` or nothing), which is not kept; fragments that follow replace whatever came at the start.
-  A codec hands each non-empty fragment to ``CallRecord.add``, the fast path.
+  A codec appends each non-empty fragment to ``CallRecord.fragments``, the fast path.
 * ``end_choice()`` is the dialect's end of a choice: with ``finish_terminates_calls`` (a dialect whose finish is
   its calls' terminator, as Chat's) a clean finish completes the calls still open; with
   ``length_cuts_last_item`` a token limit also truncates the call of the choice's last item (``item()``) when
@@ -23,7 +23,6 @@ Codecs (one per dialect) translate wire events into calls on this object: ``open
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any, Callable
 
 import msgspec
@@ -203,7 +202,7 @@ class Assembler:
         rec = CallRecord(provider=self.provider, local_id=f"tw-{n}", call_id=call_id or None, name=name or None,
                          kind=kind, index=index, choice=choice, server=server, server_type=server_type,
                          meta=meta, position_of=self.position_of)
-        rec.checked = rec.add = partial(self.append_or_fail, rec)
+        rec.owner = self
         if initial is not None and initial.strip() not in _PLACEHOLDERS:
             rec.initial = initial
         if self.keep_calls:
@@ -415,7 +414,10 @@ class Assembler:
 
     def choices_ended(self) -> bool:
         """True when at least one choice appeared and every one has its finish (``end_choice``)."""
-        return bool(self.choices) and all(st.finish is not None for st in self.choices.values())
+        for st in self.choices.values():
+            if st.finish is None:
+                return False
+        return bool(self.choices)
 
     def stream_error(self, error: StreamError, code: ProblemCode = ProblemCode.STREAM_ERROR) -> None:
         """The provider reported an error (or sent garbage): open calls end, later payloads are ignored."""
