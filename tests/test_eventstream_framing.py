@@ -658,3 +658,18 @@ def test_a_damaged_real_recording_fails_only_with_typed_errors(data):
     except EventStreamError as exc:
         assert exc.code in {"crc_mismatch", "bad_prelude", "message_too_large", "bad_header", "truncated"}
 
+
+
+def test_many_distinct_headers_sections_keep_the_caches_bounded_and_the_values_right():
+    """Thousands of distinct headers sections (a fresh UUID and string each) decode right, and the module's caches
+    of parsed sections and texts never grow past their bounds."""
+    from toolwire.codecs import eventstream
+
+    rng = random.Random(3)
+    values = [(rng.randbytes(16), f"v{i}") for i in range(3000)]
+    stream = b"".join(frame(header("id", 9, u) + header(s, 7, s), b"x") for u, s in values) + GOOD
+    got = decode([stream])
+    assert [m.headers for m in got[:-1]] == [{"id": uuid.UUID(bytes=u), s: s} for u, s in values]
+    assert got[-1].event_type == "messageStart"
+    assert len(eventstream._HEADERS_SEEN) <= eventstream._HEADERS_SEEN_MAX
+    assert len(eventstream._TEXT_SEEN) <= eventstream._TEXT_SEEN_MAX

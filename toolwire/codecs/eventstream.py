@@ -195,6 +195,7 @@ _HEADERS_SEEN_MAX = 256
 _HEADERS_SEEN_SIZE = 512
 #: decoded header names and string values (short, and few distinct ones)
 _TEXT_SEEN: dict[bytes, str] = {}
+_TEXT_SEEN_MAX = 1024
 
 
 def _bad_header(why: str, section: bytes, offset: int) -> EventStreamError:
@@ -209,7 +210,9 @@ def _text(raw: bytes, what: str, section: bytes, offset: int) -> str:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
             raise _bad_header(f"{what} is not UTF-8", section, offset) from None
-        if len(raw) <= 64 and len(_TEXT_SEEN) < 1024:
+        if len(raw) <= 64:
+            if len(_TEXT_SEEN) >= _TEXT_SEEN_MAX:
+                _TEXT_SEEN.clear()  # start over: the texts a stream repeats come back at once
             _TEXT_SEEN[raw] = text
     return text
 
@@ -274,7 +277,9 @@ def _headers(section: bytes, offset: int) -> dict[str, HeaderValue]:
     if seen is not None:
         return seen.copy()
     headers = _parse_headers(section, offset)
-    if len(section) <= _HEADERS_SEEN_SIZE and len(_HEADERS_SEEN) < _HEADERS_SEEN_MAX:
+    if len(section) <= _HEADERS_SEEN_SIZE:
+        if len(_HEADERS_SEEN) >= _HEADERS_SEEN_MAX:
+            _HEADERS_SEEN.clear()  # start over rather than keep sections that may never come back
         _HEADERS_SEEN[section] = headers.copy()
     return headers
 
