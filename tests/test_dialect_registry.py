@@ -1,7 +1,7 @@
 """The registry of dialects: built from the modules of ``toolwire.codecs``, the one place everything asks; and a toy
-dialect added to it alone (a binary framing, its tools and choice inside one configuration object, its results as
-nested blocks) is parsed, framed by the transport, declared, audited, read back by ``load_tools`` and repaired,
-without any other change."""
+dialect added to it alone (a binary framing, AWS event-stream's; its tools and choice inside one configuration
+object; its results as nested blocks) is parsed, framed by the transport, declared, audited, read back by
+``load_tools`` and repaired, without any other change."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import json
 import struct
 import subprocess
 import sys
+import zlib
 from typing import Any, Collection, Sequence
 
 import msgspec
@@ -20,6 +21,7 @@ from toolwire.codecs import base as codec_base
 from toolwire.codecs.capabilities import Capabilities, Limit, capabilities_for
 from toolwire.codecs.declare import Declarations, declare, load_tools
 from toolwire.codecs.declare._common import ChoiceResult, ToolChoice, ToolSpec
+from toolwire.codecs.eventstream import EventStreamDecoder
 from toolwire.codecs.requests import HTTP
 from toolwire.codecs.results import Results
 from toolwire.codecs.results._blocks import BlockLayout, place_result_blocks
@@ -69,47 +71,36 @@ def test_import_toolwire_imports_no_simulator():
 
 
 # ---- a toy dialect, added through the registry alone ---------------------------------------------------------------
-MAGIC = b"\x00TOY"
-
-
 class ToyFramer:
-    """Frames of a 4-byte magic, a 4-byte big-endian length and that many bytes of JSON; messages like SSE's."""
+    """AWS event-stream messages (``toolwire.codecs.eventstream``, a binary framing) as the codec's items, the way
+    SSE's are: the ``:event-type`` header is the event, the payload its data."""
 
     def __init__(self, max_message_bytes: int) -> None:
-        self.max = max_message_bytes
-        self.buf = bytearray()
+        self.decoder = EventStreamDecoder(max_message_bytes)
 
     def feed(self, chunk: bytes) -> list[SSEMessage]:
-        self.buf += chunk
-        out = []
-        while len(self.buf) >= 8:
-            if self.buf[:4] != MAGIC:
-                raise FramingError("not a toy frame", limit=self.max, size=len(self.buf), code="bad_frame")
-            (size,) = struct.unpack(">I", self.buf[4:8])
-            if size > self.max:
-                raise FramingError("toy frame too large", limit=self.max, size=size, code="message_too_large")
-            if len(self.buf) < 8 + size:
-                break
-            out.append(SSEMessage(bytes(self.buf[8:8 + size]), None, None, None))
-            del self.buf[:8 + size]
-        return out
+        return [SSEMessage(m.payload, m.event_type, None, None) for m in self.decoder.feed(chunk)]
 
     def close(self) -> list[SSEMessage]:
-        if self.buf:
-            raise FramingError("the input ended inside a toy frame", limit=self.max, size=len(self.buf),
-                               code="truncated")
-        return []
+        return [SSEMessage(m.payload, m.event_type, None, None) for m in self.decoder.close()]
 
 
 def sniff(head: bytes) -> bool | None:
-    return head[:4] == MAGIC if len(head) >= 4 else (None if MAGIC.startswith(head) else False)
+    """An event-stream message starts with a 12-byte prelude whose last four bytes are the CRC-32 of the first
+    eight."""
+    return None if len(head) < 12 else zlib.crc32(head[:8]) == struct.unpack(">I", head[8:12])[0]
 
 
 def frames(*payloads: Any) -> bytes:
+    """One event-stream message per payload, typed by its one key (an encoder of the format, not the decoder's)."""
     out = b""
     for p in payloads:
         data = json.dumps(p).encode()
-        out += MAGIC + struct.pack(">I", len(data)) + data
+        kind = next(iter(p)).encode()
+        headers = bytes([11]) + b":event-type" + bytes([7]) + struct.pack(">H", len(kind)) + kind
+        prelude = struct.pack(">II", 16 + len(headers) + len(data), len(headers))
+        message = prelude + struct.pack(">I", zlib.crc32(prelude)) + headers + data
+        out += message + struct.pack(">I", zlib.crc32(message))
     return out
 
 
