@@ -251,6 +251,14 @@ class HTTP:
       the key (they are never logged, and their values are scrubbed from every log: ``secret_headers`` names
       them); ``endpoint`` puts both together with the content type (and ``accept: text/event-stream`` for a
       streamed request whose framing is SSE);
+    * request signing, for an API that authenticates each request by a signature over its bytes rather than (or
+      besides) a key: ``sign(method, url, headers, body)`` returns the headers to send with ``body``, the exact
+      bytes that are sent (default: ``headers`` unchanged). The transports call it for every attempt, a retry
+      included, after the body is serialised, so a signature that carries a timestamp is always fresh.
+      ``api_key(api_key)`` returns None when the part will authenticate by signing without a key (the default
+      raises ``UsageError`` without one; ``endpoint`` then adds no ``auth_headers``); ``secrets()`` names the
+      values the signing uses that must never reach a log (a secret key, a session token), which the transports
+      register with the log scrubber each time they sign;
     * ``body(model=, history=, tools_fragment=, stream=, system=, max_tokens=, previous_id=)``: the JSON body of
       one request: the history as the dialect's own list, the system prompt in its place, the tools fragment
       from ``declare`` merged in (``merge_body``: the tools and the choice may sit in a configuration object of
@@ -295,8 +303,9 @@ class HTTP:
         """The headers that carry the API key."""
         raise NotImplementedError
 
-    def api_key(self, api_key: str | None) -> str:
-        """``api_key``, else the first of ``api_key_env`` that is set. Raises ``UsageError`` without one."""
+    def api_key(self, api_key: str | None) -> str | None:
+        """``api_key``, else the first of ``api_key_env`` that is set. Raises ``UsageError`` without one (a part
+        that authenticates by signing returns None instead)."""
         if api_key:
             return api_key
         for name in self.api_key_env:
@@ -315,9 +324,20 @@ class HTTP:
         headers = {"content-type": "application/json", "user-agent": "toolwire"}
         if stream and dialect_for(self.dialect).codec.framing.name == "sse":
             headers["accept"] = "text/event-stream"
-        headers.update(self.auth_headers(key))
+        if key is not None:
+            headers.update(self.auth_headers(key))
         return Endpoint(method="POST", url=self.url(base, model=model, stream=stream), headers=headers,
                         stream=stream)
+
+    # ---- signing ---------------------------------------------------------------------------------------------
+    def sign(self, method: str, url: str, headers: dict[str, str], body: bytes) -> dict[str, str]:
+        """The headers to send with ``body`` (the exact bytes of the request) to ``url``: ``headers`` with the
+        request's signature added. Called for every attempt. Default: ``headers`` unchanged."""
+        return headers
+
+    def secrets(self) -> tuple[str, ...]:
+        """Values the signing uses that must never be logged (scrubbed from every log event). Default: none."""
+        return ()
 
     # ---- the body --------------------------------------------------------------------------------------------
     def body(self, *, model: str, history: list[Any], tools_fragment: dict[str, Any], stream: bool,
