@@ -320,3 +320,16 @@ def test_a_framing_error_carries_the_events_the_parse_ended_with(toy):
         parser.close()
     assert [type(e).__name__ for e in info.value.events][-1] == "TurnFinished"
     assert info.value.events[-1].turn == parser.turn and parser.turn.error.type == "framing_error"
+
+
+def test_its_framing_is_a_format_of_the_command_line(toy, tmp_path, capsys):
+    """toolwire parse takes the dialect's framing name as --format for that dialect (exit 0, its calls), and refuses
+    it for a dialect whose framing it is not (exit 2)."""
+    from toolwire.cli import main
+
+    path = tmp_path / "stream.bin"
+    path.write_bytes(STREAM)
+    assert main(["parse", "--provider", "toy", "--format", "toyframe", str(path)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [(c["call_id"], c["args"]) for c in doc["calls"]] == [("tu_1", {"city": "Paris"})]
+    assert main(["parse", "--provider", "openai-chat", "--format", "toyframe", str(path)]) == 2
