@@ -308,3 +308,28 @@ def test_its_block_results_are_repaired_by_the_shared_helper(toy):
     assert [a.kind.value for a in report.actions] == ["dropped_orphan", "inserted_result"]
     assert out[2]["content"][0]["toolResult"]["toolUseId"] == "tu_1" and out[2]["content"][1] == {"text": "and?"}
     assert toolwire.repair_history("toy", out)[1].actions == []
+
+
+def test_a_framing_error_carries_the_events_the_parse_ended_with(toy):
+    """A binary stream cut inside a frame: the FramingError raised at close carries the events close could not
+    return, ending with the failed turn's TurnFinished (as a cut SSE stream's close returns them)."""
+    head = frames({"text": "Checking."})
+    parser = toolwire.StreamParser("toy", format="toyframe")
+    parser.feed(head + STREAM[len(head):len(head) + 5])
+    with pytest.raises(FramingError) as info:
+        parser.close()
+    assert [type(e).__name__ for e in info.value.events][-1] == "TurnFinished"
+    assert info.value.events[-1].turn == parser.turn and parser.turn.error.type == "framing_error"
+
+
+def test_its_framing_is_a_format_of_the_command_line(toy, tmp_path, capsys):
+    """toolwire parse takes the dialect's framing name as --format for that dialect (exit 0, its calls), and refuses
+    it for a dialect whose framing it is not (exit 2)."""
+    from toolwire.cli import main
+
+    path = tmp_path / "stream.bin"
+    path.write_bytes(STREAM)
+    assert main(["parse", "--provider", "toy", "--format", "toyframe", str(path)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [(c["call_id"], c["args"]) for c in doc["calls"]] == [("tu_1", {"city": "Paris"})]
+    assert main(["parse", "--provider", "openai-chat", "--format", "toyframe", str(path)]) == 2

@@ -77,6 +77,9 @@ class Adapter:
       ``max_calls`` client calls (ids, names and arguments chosen by hypothesis; no server-side calls), with its
       terminators' offsets; ``clean``: True for a clean finish, False for an unclean one, None for either;
     * ``small_case()``: a small fixed stream of two calls, for the every-byte-prefix test;
+    * ``stream_format``: the parser format the streams are written in (default: the dialect codec's framing,
+      ``"sse"`` or a binary framing's name); a stream of a binary framing cut inside a message ends in a
+      ``FramingError`` (``binary_framing``), which carries the parse's last events;
     * ``arguments_stream``: the dialect streams arguments in fragments (``ArgumentsReceived`` then concatenate to
       ``raw_arguments``); False when they arrive whole;
     * ``body(calls, response_id=, text=, custom=)``: a whole non-streaming response body; ``choices_body`` one with
@@ -135,6 +138,18 @@ class Adapter:
     terminator_needles: tuple[bytes, ...] = ()
 
     # ---- streams -----------------------------------------------------------------------------------------------
+    @property
+    def stream_format(self) -> str:
+        """The parser format of the dialect's streams: its codec's framing."""
+        from toolwire.codecs import dialect_for
+
+        return dialect_for(self.dialect).codec.framing.name
+
+    @property
+    def binary_framing(self) -> bool:
+        """The streams are framed in binary messages (not SSE lines)."""
+        return self.stream_format != "sse"
+
     def cases(self, draw: Any, *, max_calls: int = 4, max_text: int = 20, clean: bool | None = True) -> Case:
         raise NotImplementedError
 
