@@ -126,40 +126,23 @@ def event_type(dialect: str, ev: Event) -> str | None:
         return None
     if not isinstance(obj, dict):
         return None
-    if dialect == "gemini":
-        cands = obj.get("candidates")
-        if isinstance(cands, list):
-            for c in cands:
-                if isinstance(c, dict) and c.get("finishReason") and c.get("index", 0) in (0, None):
-                    return "finish"
-        return "chunk"
-    t = obj.get("event_type" if dialect == "gemini-interactions" else "type")
-    return t if isinstance(t, str) else None
+    return _adapter(dialect).fuzz_event_type(obj)
 
 
-_TERMINATORS = {
-    "openai-chat": {"[DONE]"},
-    "anthropic": {"message_stop"},
-    "openai-responses": {"response.completed", "response.incomplete", "response.failed"},
-    "gemini": {"finish"},
-    "gemini-interactions": {"interaction.completed", "interaction.complete"},
-}
+def _adapter(dialect: str) -> Any:
+    from tests.dialects import adapter
 
-_NEEDLES = {
-    "openai-chat": (b"[DONE]",),
-    "anthropic": (b"message_stop",),
-    "openai-responses": (b"response.completed", b"response.incomplete", b"response.failed"),
-    "gemini": (b"finishReason",),
-    "gemini-interactions": (b"interaction.complete",),
-}
+    return adapter(dialect)
 
 
 def terminator_index(dialect: str, doc: Doc) -> int | None:
-    """Index of the first event that ends the stream for ``dialect`` (None for a body or when there is none)."""
+    """Index of the first event that ends the stream for ``dialect`` (None for a body or when there is none): the
+    dialect's test adapter names its terminating events (``stream_terminators``) and the bytes they hold
+    (``terminator_needles``)."""
     if doc.kind == "body":
         return None
-    ends = _TERMINATORS[dialect]
-    needles = _NEEDLES[dialect]
+    ends = _adapter(dialect).stream_terminators
+    needles = _adapter(dialect).terminator_needles
     for i, ev in enumerate(doc.events):
         if ev.data is not None and any(n in ev.data for n in needles) and event_type(dialect, ev) in ends:
             return i

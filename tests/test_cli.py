@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from .dialects import REGISTERED, adapter
 from .wire import chunk, sse, tc
 
 STREAM = sse(chunk(tc(0, "call_1", "get_weather", '{"city": ')), chunk(tc(0, None, None, '"Paris"}')),
@@ -30,6 +31,35 @@ def test_parse_prints_the_contract_document():
     assert {k: call[k] for k in ("index", "call_id", "name", "args", "state", "problem", "kind")} == {
         "index": 0, "call_id": "call_1", "name": "get_weather", "args": {"city": "Paris"}, "state": "complete",
         "problem": None, "kind": "function"}
+
+
+@pytest.mark.parametrize("provider", REGISTERED)
+def test_parse_reads_a_stream_of_every_dialect(provider, tmp_path):
+    """Every registered dialect: a stream of two calls (its adapter's) gives exit 0, both calls complete with their
+    ids, names and arguments, a clean finish, and the same document with --fragment."""
+    case = adapter(provider).small_case()
+    path = tmp_path / "stream"
+    path.write_bytes(case.data)
+    whole = run("parse", "--provider", provider, str(path))
+    assert whole.returncode == 0, whole.stderr
+    doc = json.loads(whole.stdout)
+    assert doc["provider"] == provider and doc["error"] is None and doc["finish_reason"] == "tool_calls"
+    assert [(c["call_id"], c["name"], c["args"], c["state"]) for c in doc["calls"]] == [
+        (cid, name, args, "complete") for cid, name, args in case.calls]
+    pieces = run("parse", "--provider", provider, "--fragment", "7", str(path))
+    assert pieces.returncode == 0 and pieces.stdout == whole.stdout
+
+
+@pytest.mark.parametrize("provider", REGISTERED)
+def test_parse_of_a_cut_stream_of_every_dialect_exits_zero_and_says_so(provider):
+    """Every registered dialect: its stream cut just before the second call's terminator still gives a turn (exit
+    0) whose second call is truncated (or not there yet, in a dialect whose calls arrive whole) and that did not
+    finish."""
+    case = adapter(provider).small_case()
+    out = run("parse", "--provider", provider, stdin=case.data[:case.call_ends[1] - 2])
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert [c["state"] for c in doc["calls"]][1:] in ([], ["truncated"]) and doc["error"]["type"] == "stream_cut"
 
 
 @pytest.mark.parametrize("seed", ["1", "2", "42", "abc"])

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from toolwire.codecs import PROVIDERS
+from toolwire.codecs import dialects_with
 from toolwire.codecs.requests import options_fragment, request_body
 from toolwire.codecs.telemetry import OPERATION_NAMES, PROVIDER_NAMES, provider_name, request_attributes
+
+#: the dialects the harness can call (their HTTP part names their requests)
+PROVIDERS = tuple(d.id for d in dialects_with("http"))
 
 
 def test_every_dialect_has_its_operation_and_provider_name():

@@ -5,12 +5,10 @@ google-genai's models forbid unknown fields), nearest equivalents, limits, and t
 from __future__ import annotations
 
 import json
-import typing
 from typing import Any
 
 import pytest
-from pydantic import TypeAdapter, ValidationError
-from pydantic.alias_generators import to_camel
+from pydantic import ValidationError
 
 import toolwire
 from toolwire.cli import main
@@ -28,6 +26,10 @@ from toolwire.codecs.declare import (
 )
 from toolwire.registry.errors import DuplicateToolError, ToolDeclarationError
 from toolwire.schema_tools import SchemaConversionError, StrictSchemaError
+
+from .dialects import adapter
+from .dialects.gemini import validate_gemini
+from .dialects.openai_chat import validate_openai_chat
 
 WEATHER_SCHEMA = {
     "type": "object",
@@ -49,202 +51,12 @@ SEARCH = {"name": "search_docs", "description": "Search the docs", "input_schema
 TOOLS = [WEATHER, SEARCH]
 
 
-# ---- SDK validators --------------------------------------------------------------------------------------------
-
-
-def keys_of(typed_dict: Any) -> set[str]:
-    return set(typing.get_type_hints(typed_dict))
-
-
-def assert_keys(typed_dict: Any, value: dict) -> None:
-    assert isinstance(value, dict)
-    extra = set(value) - keys_of(typed_dict)
-    assert not extra, f"keys {extra} are not fields of {typed_dict.__name__}"
-
-
-def validate_openai_chat(fragment: dict) -> None:
-    from openai.types.chat import (
-        ChatCompletionAllowedToolChoiceParam,
-        ChatCompletionAllowedToolsParam,
-        ChatCompletionToolChoiceOptionParam,
-        ChatCompletionToolParam,
-    )
-    from openai.types.chat.completion_create_params import CompletionCreateParamsBase
-    from openai.types.shared_params import FunctionDefinition
-
-    assert_keys(CompletionCreateParamsBase, fragment)
-    for tool in fragment["tools"]:
-        if tool["type"] == "custom":
-            validate_chat_custom_tool(tool)
-            continue
-        TypeAdapter(ChatCompletionToolParam).validate_python(tool)
-        assert_keys(ChatCompletionToolParam, tool)
-        assert_keys(FunctionDefinition, tool["function"])
-    choice = fragment["tool_choice"]
-    TypeAdapter(ChatCompletionToolChoiceOptionParam).validate_python(choice)
-    if isinstance(choice, dict) and choice["type"] in ("function", "custom"):
-        validate_chat_named_choice(choice)
-    elif isinstance(choice, dict):
-        assert_keys(ChatCompletionAllowedToolChoiceParam, choice)
-        assert_keys(ChatCompletionAllowedToolsParam, choice["allowed_tools"])
-        for ref in choice["allowed_tools"]["tools"]:
-            validate_chat_named_choice(ref)
-    if "parallel_tool_calls" in fragment:
-        assert isinstance(fragment["parallel_tool_calls"], bool)
-
-
-def validate_chat_custom_tool(tool: dict) -> None:
-    """A Chat custom tool: ``{"type": "custom", "custom": {name, description?, format?}}``, the grammar nested."""
-    from openai.types.chat import ChatCompletionCustomToolParam, ChatCompletionToolUnionParam
-    from openai.types.chat.chat_completion_custom_tool_param import (
-        Custom,
-        CustomFormatGrammar,
-        CustomFormatGrammarGrammar,
-        CustomFormatText,
-    )
-
-    TypeAdapter(ChatCompletionToolUnionParam).validate_python(tool)
-    TypeAdapter(ChatCompletionCustomToolParam).validate_python(tool)
-    assert_keys(ChatCompletionCustomToolParam, tool)
-    assert_keys(Custom, tool["custom"])
-    fmt = tool["custom"].get("format")
-    if fmt is not None:
-        assert_keys(CustomFormatGrammar if fmt["type"] == "grammar" else CustomFormatText, fmt)
-        if fmt["type"] == "grammar":
-            assert_keys(CustomFormatGrammarGrammar, fmt["grammar"])
-
-
-def validate_chat_named_choice(ref: dict) -> None:
-    """A Chat named tool choice (or allowed-tools entry), function or custom."""
-    from openai.types.chat import ChatCompletionNamedToolChoiceCustomParam, ChatCompletionNamedToolChoiceParam
-
-    named = ChatCompletionNamedToolChoiceCustomParam if ref["type"] == "custom" else ChatCompletionNamedToolChoiceParam
-    TypeAdapter(named).validate_python(ref)
-    assert_keys(named, ref)
-    assert set(ref[ref["type"]]) == {"name"}
-
-
-def validate_responses_custom_tool(tool: dict) -> None:
-    """A Responses custom tool: flat ``{"type": "custom", name, description?, format?}``, the grammar flat."""
-    from openai.types.responses import CustomToolParam, ToolParam
-    from openai.types.shared_params.custom_tool_input_format import Grammar, Text
-
-    TypeAdapter(ToolParam).validate_python(tool)
-    TypeAdapter(CustomToolParam).validate_python(tool)
-    assert_keys(CustomToolParam, tool)
-    fmt = tool.get("format")
-    if fmt is not None:
-        assert_keys(Grammar if fmt["type"] == "grammar" else Text, fmt)
-
-
-def validate_openai_responses(fragment: dict) -> None:
-    from openai.types.responses import (
-        FunctionToolParam,
-        ToolChoiceAllowedParam,
-        ToolChoiceCustomParam,
-        ToolChoiceFunctionParam,
-        ToolParam,
-    )
-    from openai.types.responses.response_create_params import ResponseCreateParamsBase
-    from openai.types.responses.response_create_params import ToolChoice as RToolChoice
-
-    assert_keys(ResponseCreateParamsBase, fragment)
-    for tool in fragment["tools"]:
-        if tool["type"] == "custom":
-            validate_responses_custom_tool(tool)
-            continue
-        TypeAdapter(ToolParam).validate_python(tool)
-        TypeAdapter(FunctionToolParam).validate_python(tool)
-        assert_keys(FunctionToolParam, tool)
-        assert {"parameters", "strict"} <= set(tool)  # Required[Optional[...]] in the SDK
-    named = {"function": ToolChoiceFunctionParam, "custom": ToolChoiceCustomParam}
-    choice = fragment["tool_choice"]
-    TypeAdapter(RToolChoice).validate_python(choice)
-    if isinstance(choice, dict) and choice["type"] in named:
-        assert_keys(named[choice["type"]], choice)
-    elif isinstance(choice, dict):
-        assert_keys(ToolChoiceAllowedParam, choice)
-        for ref in choice["tools"]:
-            TypeAdapter(named[ref["type"]]).validate_python(ref)
-            assert_keys(named[ref["type"]], ref)
-    if "parallel_tool_calls" in fragment:
-        assert isinstance(fragment["parallel_tool_calls"], bool)
-
-
-def validate_anthropic(fragment: dict) -> None:
-    import anthropic.types as at
-    from anthropic.types.message_create_params import MessageCreateParamsBase
-
-    assert_keys(MessageCreateParamsBase, fragment)
-    for tool in fragment["tools"]:
-        TypeAdapter(at.ToolParam).validate_python(tool)
-        assert_keys(at.ToolParam, tool)
-    choice = fragment["tool_choice"]
-    TypeAdapter(at.ToolChoiceParam).validate_python(choice)
-    by_type = {"auto": at.ToolChoiceAutoParam, "any": at.ToolChoiceAnyParam, "tool": at.ToolChoiceToolParam,
-               "none": at.ToolChoiceNoneParam}
-    TypeAdapter(by_type[choice["type"]]).validate_python(choice)
-    assert_keys(by_type[choice["type"]], choice)
-
-
-def _camel_fields(model: Any) -> set[str]:
-    return {to_camel(name) for name in model.model_fields}
-
-
-def validate_gemini(fragment: dict) -> None:
-    from google.genai import types as gt
-
-    assert set(fragment) <= {"tools", "toolConfig"}
-    gt.GenerateContentConfig.model_validate(fragment)  # the same two names; unknown fields are refused
-    for tool in fragment["tools"]:
-        gt.Tool.model_validate(tool)
-        assert set(tool) == {"functionDeclarations"}
-        for declaration in tool["functionDeclarations"]:
-            assert set(declaration) <= _camel_fields(gt.FunctionDeclaration)
-            assert not {"parameters", "parametersJsonSchema"} <= set(declaration)  # mutually exclusive
-    config = fragment["toolConfig"]
-    gt.ToolConfig.model_validate(config)
-    assert set(config) <= _camel_fields(gt.ToolConfig)
-    calling = config["functionCallingConfig"]
-    assert set(calling) <= _camel_fields(gt.FunctionCallingConfig) - {"streamFunctionCallArguments"}
-    assert calling["mode"] in {m.value for m in gt.FunctionCallingConfigMode}
-    if "allowedFunctionNames" in calling:
-        assert calling["mode"] == "ANY"  # "Only set when the Mode is ANY"
-
-
-def validate_gemini_interactions(fragment: dict) -> None:
-    from google.genai._gaos.types.interactions import allowedtools, function, generationconfig, toolchoiceconfig
-
-    assert set(fragment) == {"tools", "generation_config"}
-    for tool in fragment["tools"]:
-        function.Function.model_validate(tool)
-        assert_keys(function.FunctionParam, tool)
-        assert tool["type"] == "function"
-    config = fragment["generation_config"]
-    assert_keys(generationconfig.GenerationConfigParam, config)
-    choice = config["tool_choice"]
-    modes = set(typing.get_args(typing.get_args(allowedtools.ToolChoiceType)[0]))
-    if isinstance(choice, str):
-        assert choice in modes
-    else:
-        toolchoiceconfig.ToolChoiceConfig.model_validate(choice)
-        assert_keys(toolchoiceconfig.ToolChoiceConfigParam, choice)
-        assert_keys(allowedtools.AllowedToolsParam, choice["allowed_tools"])
-        assert choice["allowed_tools"]["mode"] in modes
-        assert all(isinstance(n, str) for n in choice["allowed_tools"]["tools"])
-
-
-VALIDATORS = {
-    "openai-chat": validate_openai_chat,
-    "openai-responses": validate_openai_responses,
-    "anthropic": validate_anthropic,
-    "gemini": validate_gemini,
-    "gemini-interactions": validate_gemini_interactions,
-}
+# ---- SDK validators (each dialect's test adapter has its own: check_declaration) ---------------------------------
+VALIDATORS = {d: adapter(d).check_declaration for d in DIALECTS}
 
 
 def test_validators_cover_every_dialect():
-    """Every dialect with a declaration module has an SDK validator here, and every provider has a module."""
+    """Every registered dialect has a declarations part and an SDK validator (its test adapter's)."""
     assert set(VALIDATORS) == set(DIALECTS) == set(toolwire.PROVIDERS)
 
 

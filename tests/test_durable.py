@@ -18,7 +18,7 @@ import pytest
 
 pytest.importorskip("dbos")
 
-from toolwire.codecs import PROVIDERS  # noqa: E402
+from .dialects import SIMULATED as PROVIDERS  # noqa: E402 - the dialects the loop can call on the simulator
 from toolwire.harness import LoopResult  # noqa: E402
 from toolwire.harness.demo_tools import EffectLog  # noqa: E402
 from toolwire.sim import SCENARIOS, SimProvider  # noqa: E402

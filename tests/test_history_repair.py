@@ -22,6 +22,12 @@ from toolwire import RepairAction, RepairKind, RepairReport, ResultKind
 from toolwire.codecs.results import INVALID_ARGUMENTS_KEY, MISSING_RESULT_TEXT
 from toolwire.codecs.results.gemini import SKIP_SIGNATURE as SKIP
 
+from .dialects import adapter
+from .dialects.anthropic import tool_result, tool_use
+from .dialects.gemini import HELLO, MODEL, fc, fr, gmissing
+from .dialects.gemini_interactions import THOUGHT, UI, step_fc, step_fr
+from .dialects.openai_chat import assistant_calls, tool
+from .dialects.openai_responses import RS, UQ, fcall, out_
 from .test_results_encoding import CUT, DIALECTS, TURNS, check_sdk, results_for
 
 R = RepairKind
@@ -43,134 +49,16 @@ def repair(provider: str, messages: list[Any], **kw: Any) -> tuple[list[Any], Re
     return out, report
 
 
-# ==== what "well formed" means per dialect =======================================================================
-def _chat(msgs: list[Any]) -> list[str]:
-    problems, answered = [], set()
-    for i, m in enumerate(msgs):
-        if m.get("role") == "assistant" and m.get("tool_calls") is not None:
-            ids = [t["id"] for t in m["tool_calls"]]
-            after = [x.get("tool_call_id") for x in msgs[i + 1:i + 1 + len(ids)] if x.get("role") == "tool"]
-            if after != ids:
-                problems.append(f"message {i}: results {after} for calls {ids}")
-            answered.update(range(i + 1, i + 1 + len(ids)))
-            for t in m["tool_calls"]:
-                if t.get("type", "function") == "function":
-                    if not isinstance(json.loads(t["function"]["arguments"]), dict):
-                        problems.append(f"message {i}: arguments not an object")
-    problems += [f"message {i}: stray tool message" for i, m in enumerate(msgs)
-                 if m.get("role") == "tool" and i not in answered]
-    return problems
-
-
-def _anthropic(msgs: list[Any]) -> list[str]:
-    problems, allowed = [], set()
-    for i, m in enumerate(msgs):
-        blocks = m["content"] if isinstance(m.get("content"), list) else []
-        if m["role"] == "assistant":
-            ids = [b["id"] for b in blocks if b.get("type") == "tool_use"]
-            if not all(isinstance(b["input"], dict) for b in blocks if b.get("type") == "tool_use"):
-                problems.append(f"message {i}: input not an object")
-            if ids:
-                nxt = msgs[i + 1] if i + 1 < len(msgs) else {"role": None, "content": []}
-                got = [b.get("tool_use_id") for b in nxt["content"][:len(ids)]] if nxt["role"] == "user" else []
-                if got != ids:
-                    problems.append(f"message {i}: results {got} for calls {ids}")
-                if any(b.get("type") == "tool_result" for b in nxt["content"][len(ids):]):
-                    problems.append(f"message {i + 1}: a tool_result after other content")
-                allowed.add(i + 1)
-    problems += [f"message {i}: stray tool_result" for i, m in enumerate(msgs) if i not in allowed
-                 and isinstance(m.get("content"), list) and any(b.get("type") == "tool_result" for b in m["content"])]
-    return problems
-
-
-def _gemini(msgs: list[Any], echo_ids: bool = True) -> list[str]:
-    problems, allowed = [], set()
-    for i, m in enumerate(msgs):
-        if m["role"] != "model":
-            continue
-        calls = [p["functionCall"] for p in m["parts"] if "functionCall" in p]
-        if not calls:
-            continue
-        if not all(isinstance(c.get("args", {}), dict) for c in calls):
-            problems.append(f"content {i}: args not an object")
-        nxt = msgs[i + 1] if i + 1 < len(msgs) else {"role": None, "parts": []}
-        frs = [p.get("functionResponse") for p in nxt["parts"][:len(calls)]]
-        want = [(c.get("id") if echo_ids else None, c.get("name")) for c in calls]
-        got = [(f.get("id"), f.get("name")) if f else None for f in frs]
-        if nxt["role"] != "user" or got != want:
-            problems.append(f"content {i}: responses {got} for calls {want}")
-        if not all(f and isinstance(f.get("response"), dict) for f in frs):
-            problems.append(f"content {i + 1}: a response that is not an object")
-        allowed.add(i + 1)
-    problems += [f"content {i}: stray functionResponse" for i, m in enumerate(msgs)
-                 if i not in allowed and any("functionResponse" in p for p in m["parts"])]
-    return problems
-
-
-_OUTPUTS = {"function_call_output", "custom_tool_call_output", "local_shell_call_output", "shell_call_output",
-            "apply_patch_call_output", "computer_call_output", "tool_search_output"}
-_CALLS = {"function_call", "custom_tool_call", "local_shell_call", "shell_call", "apply_patch_call", "computer_call"}
-
-
-def _flat(items: list[Any], is_call: Any, call_id: Any, is_result: Any, result_id: Any,
-          is_user: Any) -> list[str]:
-    """Runs of model entries; the calls of each run answered right after it, in order; nothing else."""
-    problems, i, answered = [], 0, set()
-    while i < len(items):
-        if is_user(items[i]) or is_result(items[i]):
-            i += 1
-            continue
-        j = i
-        while j < len(items) and not is_user(items[j]) and not is_result(items[j]):
-            j += 1
-        ids = [call_id(x) for x in items[i:j] if is_call(x)]
-        got = [result_id(x) for x in items[j:j + len(ids)] if is_result(x)]
-        if ids and got != ids:
-            problems.append(f"entries {i}..{j - 1}: results {got} for calls {ids}")
-        answered.update(range(j, j + len(ids)))
-        if items[j - 1].get("type") == "reasoning":
-            problems.append(f"entry {j - 1}: reasoning with nothing after it")
-        i = j
-    if not any(x.get("type") == "item_reference" for x in items):  # outputs of referenced calls stay
-        problems += [f"entry {k}: stray result" for k, x in enumerate(items) if is_result(x) and k not in answered]
-    for k, x in enumerate(items):
-        if x.get("type") == "function_call":
-            args = x["arguments"]
-            if not isinstance(json.loads(args) if isinstance(args, str) else args, dict):
-                problems.append(f"entry {k}: arguments not an object")
-    return problems
-
-
-def _responses(items: list[Any]) -> list[str]:
-    return _flat(items, lambda x: x.get("type") in _CALLS, lambda x: x["call_id"],
-                 lambda x: x.get("type") in _OUTPUTS, lambda x: x.get("call_id", x.get("id")),
-                 lambda x: x.get("type", "message") == "message" and x.get("role") != "assistant")
-
-
-def _interactions(steps: list[Any]) -> list[str]:
-    return _flat(steps, lambda x: x["type"] == "function_call", lambda x: x["id"],
-                 lambda x: x["type"] == "function_result", lambda x: x["call_id"],
-                 lambda x: x["type"] == "user_input")
-
-
+# ==== what "well formed" means per dialect (each adapter says) ======================================================
 def well_formed(provider: str, msgs: list[Any], echo_ids: bool = True) -> list[str]:
     """Problems with a history: a call without exactly one result in the provider's required place."""
-    if provider == "gemini":
-        return _gemini(msgs, echo_ids)
-    return {"openai-chat": _chat, "anthropic": _anthropic, "openai-responses": _responses,
-            "gemini-interactions": _interactions}[provider](msgs)
+    return adapter(provider).well_formed(msgs, echo_ids)
 
 
 # ==== valid histories from history_messages =======================================================================
 def user(provider: str, text: str) -> dict[str, Any]:
     """A user text message in the dialect's native form."""
-    if provider == "gemini":
-        return {"role": "user", "parts": [{"text": text}]}
-    if provider == "gemini-interactions":
-        return {"type": "user_input", "content": [{"type": "text", "text": text}]}
-    if provider == "openai-responses":
-        return {"type": "message", "role": "user", "content": text}
-    return {"role": "user", "content": text}
+    return adapter(provider).user(text)
 
 
 def conversation(provider: str, kind: ResultKind = K.OK) -> list[Any]:
@@ -212,29 +100,10 @@ def test_every_missing_result_is_inserted(provider):
 
 
 def strip_results(provider: str, msgs: list[Any]) -> list[Any]:
-    if provider == "openai-chat":
-        return [m for m in msgs if m.get("role") != "tool"]
-    if provider == "openai-responses":
-        return [m for m in msgs if m.get("type") not in _OUTPUTS]
-    if provider == "gemini-interactions":
-        return [m for m in msgs if m.get("type") != "function_result"]
-    if provider == "anthropic":
-        return [m for m in msgs if not (isinstance(m["content"], list)
-                                        and any(b.get("type") == "tool_result" for b in m["content"]))]
-    return [m for m in msgs if not any("functionResponse" in p for p in m["parts"])]
+    return adapter(provider).strip_results(msgs)
 
 
 # ==== Chat ===========================================================================================================
-def assistant_calls(*calls: tuple[str, str, Any]) -> dict[str, Any]:
-    return {"role": "assistant", "content": None,
-            "tool_calls": [{"id": i, "type": "function", "function": {"name": n, "arguments": a}}
-                           for i, n, a in calls]}
-
-
-def tool(cid: str, content: Any = "ok") -> dict[str, Any]:
-    return {"role": "tool", "tool_call_id": cid, "content": content}
-
-
 A2 = assistant_calls(("call_a", "f", "{}"), ("call_b", "g", '{"x":1}'))
 
 CHAT_CASES = {
@@ -312,14 +181,6 @@ def test_report_records_are_typed():
 
 
 # ==== Anthropic ======================================================================================================
-def tool_use(tid: str, name: str = "f", inp: Any = None) -> dict[str, Any]:
-    return {"type": "tool_use", "id": tid, "name": name, "input": {} if inp is None else inp}
-
-
-def tool_result(tid: str, content: str = "ok", **kw: Any) -> dict[str, Any]:
-    return {"type": "tool_result", "tool_use_id": tid, "content": content, **kw}
-
-
 def missing(tid: str) -> dict[str, Any]:
     return tool_result(tid, MISSING_RESULT_TEXT, is_error=True)
 
@@ -393,26 +254,7 @@ def test_anthropic_repair(case):
 
 
 # ==== Gemini ========================================================================================================
-def fc(name: str, id_: str | None = None, args: Any = None, **extra: Any) -> dict[str, Any]:
-    call: dict[str, Any] = {"name": name, "args": {} if args is None else args}
-    if id_:
-        call["id"] = id_
-    return {"functionCall": call, **extra}
-
-
-def fr(name: str, id_: str | None = None, response: Any = None) -> dict[str, Any]:
-    body: dict[str, Any] = {"name": name, "response": {"output": "ok"} if response is None else response}
-    if id_:
-        body = {"id": id_, **body}
-    return {"functionResponse": body}
-
-
-def gmissing(name: str, id_: str | None = None) -> dict[str, Any]:
-    return fr(name, id_, {"error": MISSING_RESULT_TEXT})
-
-
 MODEL = {"role": "model", "parts": [fc("f", "g1", thoughtSignature="c2ln"), fc("g", "g2")]}
-HELLO = {"role": "user", "parts": [{"text": "hi"}]}
 
 GEMINI_CASES = {
     "missing_inserted_as_error": (
@@ -498,17 +340,6 @@ def test_gemini_snake_case_parts_are_read():
 
 
 # ==== Responses =====================================================================================================
-def fcall(cid: str, name: str = "f", args: str = "{}", iid: str | None = None) -> dict[str, Any]:
-    return {"type": "function_call", "id": iid or f"fc_{cid}", "call_id": cid, "name": name, "arguments": args}
-
-
-def out_(cid: str, output: str = "ok") -> dict[str, Any]:
-    return {"type": "function_call_output", "call_id": cid, "output": output}
-
-
-RS = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "enc"}
-UQ = {"type": "message", "role": "user", "content": "q"}
-
 RESPONSES_CASES = {
     "missing_output_inserted": (
         [UQ, RS, fcall("c1"), fcall("c2")],
@@ -577,17 +408,6 @@ def test_responses_repair(case):
 
 
 # ==== Interactions ==================================================================================================
-def step_fc(cid: str, name: str = "f", args: Any = None) -> dict[str, Any]:
-    return {"type": "function_call", "id": cid, "name": name, "arguments": {} if args is None else args}
-
-
-def step_fr(cid: str, result: Any = "ok", name: str = "f", **kw: Any) -> dict[str, Any]:
-    return {"type": "function_result", "call_id": cid, "name": name, "result": result, **kw}
-
-
-UI = {"type": "user_input", "content": [{"type": "text", "text": "q"}]}
-THOUGHT = {"type": "thought", "signature": "c2ln"}
-
 INTERACTIONS_CASES = {
     "missing_result_inserted": (
         [UI, THOUGHT, step_fc("a"), step_fc("b", "g")],
@@ -634,19 +454,7 @@ def test_repair_refuses_a_non_list():
 # ==== property: any damage to the results of a valid history is repaired =======================================
 def _result_units(provider: str, msgs: list[Any]) -> list[tuple[int, int | None]]:
     """Where the results are: (message index, block/part index or None for a whole entry)."""
-    units = []
-    for i, m in enumerate(msgs):
-        if provider == "openai-chat" and m.get("role") == "tool":
-            units.append((i, None))
-        elif provider == "openai-responses" and m.get("type") in _OUTPUTS:
-            units.append((i, None))
-        elif provider == "gemini-interactions" and m.get("type") == "function_result":
-            units.append((i, None))
-        elif provider == "anthropic" and isinstance(m.get("content"), list):
-            units += [(i, k) for k, b in enumerate(m["content"]) if b.get("type") == "tool_result"]
-        elif provider == "gemini":
-            units += [(i, k) for k, p in enumerate(m["parts"]) if "functionResponse" in p]
-    return units
+    return adapter(provider).result_units(msgs)
 
 
 def _take(msgs: list[Any], unit: tuple[int, int | None]) -> Any:
@@ -657,11 +465,7 @@ def _take(msgs: list[Any], unit: tuple[int, int | None]) -> Any:
 
 
 def _wrap(provider: str, unit: Any) -> Any:
-    if provider == "anthropic":
-        return {"role": "user", "content": [unit]}
-    if provider == "gemini":
-        return {"role": "user", "parts": [unit]}
-    return unit
+    return adapter(provider).wrap_result(unit)
 
 
 def _remove(msgs: list[Any], unit: tuple[int, int | None]) -> None:
@@ -674,11 +478,7 @@ def _remove(msgs: list[Any], unit: tuple[int, int | None]) -> None:
 
 
 def _orphan(provider: str) -> Any:
-    return {"openai-chat": {"role": "tool", "tool_call_id": "call_orphan", "content": "x"},
-            "openai-responses": {"type": "function_call_output", "call_id": "call_orphan", "output": "x"},
-            "gemini-interactions": {"type": "function_result", "call_id": "call_orphan", "result": "x"},
-            "anthropic": {"type": "tool_result", "tool_use_id": "toolu_orphan", "content": "x"},
-            "gemini": {"functionResponse": {"id": "g_orphan", "name": "nope", "response": {"output": 1}}}}[provider]
+    return adapter(provider).orphan()
 
 
 @st.composite
@@ -700,17 +500,10 @@ def damaged(draw: Any, provider: str) -> list[Any]:
         msgs.insert(pos, value)
     cleaned = []
     for m in msgs:
-        if m is None:
-            continue
-        if isinstance(m, dict) and isinstance(m.get("content"), list) and provider == "anthropic":
-            m["content"] = [b for b in m["content"] if b is not None]
-            if not m["content"]:
-                continue
-        if isinstance(m, dict) and provider == "gemini":
-            m["parts"] = [p for p in m["parts"] if p is not None]
-            if not m["parts"]:
-                continue
-        cleaned.append(m)
+        if m is not None:
+            m = adapter(provider).clean_damaged(m)
+        if m is not None:
+            cleaned.append(m)
     return cleaned
 
 
@@ -723,45 +516,18 @@ def test_any_damage_to_results_is_repaired(provider, data):
     assert well_formed(provider, out) == []
     assert call_ids(provider, out) == call_ids(provider, msgs) == call_ids(provider, conversation(provider))
     for m in out:
-        if provider == "gemini-interactions" and m["type"] == "user_input":
-            continue
-        check_sdk(provider, m)
+        adapter(provider).check_history_entry(m)
 
 
 def call_ids(provider: str, msgs: list[Any]) -> list[str | None]:
     """The ids of the calls in a history, in order."""
-    if provider == "openai-chat":
-        return [t["id"] for m in msgs if m.get("role") == "assistant" for t in m.get("tool_calls") or ()]
-    if provider == "anthropic":
-        return [b["id"] for m in msgs if m["role"] == "assistant" and isinstance(m["content"], list)
-                for b in m["content"] if b.get("type") == "tool_use"]
-    if provider == "gemini":
-        return [p["functionCall"].get("id") for m in msgs if m["role"] == "model" for p in m["parts"]
-                if "functionCall" in p]
-    if provider == "openai-responses":
-        return [m["call_id"] for m in msgs if m.get("type") in _CALLS]
-    return [m["id"] for m in msgs if m["type"] == "function_call"]
+    return adapter(provider).call_ids(msgs)
 
 
 # ==== a call id used twice in one turn =============================================================================
 def same_id_twice(provider: str, results: int) -> list[Any]:
     """A turn whose two calls (``f`` then ``g``) carry the id ``dup``, followed by ``results`` results with it."""
-    if provider == "openai-chat":
-        return [{"role": "user", "content": "hi"}, assistant_calls(("dup", "f", "{}"), ("dup", "g", "{}")),
-                *[tool("dup", f"r{k}") for k in range(results)]]
-    if provider == "anthropic":
-        msgs = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": [tool_use("dup"),
-                                                                                     tool_use("dup", "g")]}]
-        return msgs + [{"role": "user", "content": [tool_result("dup", f"r{k}") for k in range(results)]}] * bool(
-            results)
-    if provider == "gemini":
-        msgs = [HELLO, {"role": "model", "parts": [fc("f", "dup", thoughtSignature="c2ln"), fc("g", "dup")]}]
-        return msgs + [{"role": "user", "parts": [fr(n, "dup") for n in "fg"[:results]]}] * bool(results)
-    if provider == "openai-responses":
-        return [UQ, fcall("dup", "f", iid="fc_1"), fcall("dup", "g", iid="fc_2"),
-                *[out_("dup", f"r{k}") for k in range(results)]]
-    return [UI, step_fc("dup"), step_fc("dup", "g"),
-            *[step_fr("dup", f"r{k}", n) for k, n in zip(range(results), "fg")]]
+    return adapter(provider).same_id_twice(results)
 
 
 @pytest.mark.parametrize("provider", DIALECTS)
@@ -783,7 +549,7 @@ def test_results_sharing_a_duplicated_id_answer_its_calls_in_order(provider):
     msgs = same_id_twice(provider, 2)
     out, report = repair(provider, msgs)
     assert call_ids(provider, out) == ["dup", "dup_2"]
-    assert kinds(report) == ["assigned_id"] + (["fixed_response_id"] if provider == "gemini" else [])
+    assert kinds(report) == ["assigned_id"] + list(adapter(provider).renamed_result_fixes)
     assert MISSING_RESULT_TEXT not in json.dumps(out)
 
 
@@ -832,13 +598,7 @@ def render(provider: str, entries: list[Any]) -> list[Any]:
 
 
 def _render_model(provider: str, at: int) -> Any:
-    if provider == "openai-responses":
-        return {**RS, "id": f"rs_{at}"}
-    if provider == "gemini-interactions":
-        return THOUGHT
-    if provider == "gemini":
-        return {"role": "model", "parts": [{"text": "thinking aloud"}]}
-    return {"role": "assistant", "content": "thinking aloud"}
+    return adapter(provider).render_model(at)
 
 
 def _arguments(kind: str, text: bool) -> dict[str, Any]:
@@ -846,65 +606,11 @@ def _arguments(kind: str, text: bool) -> dict[str, Any]:
 
 
 def _render_calls(provider: str, calls: list[Any], extra: bool, at: int) -> list[Any]:
-    if provider == "openai-chat":
-        tcs = []
-        for cid, name, kind in calls:
-            fn = {"name": name, **({"arguments": v} if (v := _arguments(kind, True).get("v")) is not None else {})}
-            tcs.append({**({"id": cid} if cid else {}), "type": "function", "function": fn})
-        return [{"role": "assistant", "content": None, "tool_calls": tcs}]
-    if provider == "anthropic":
-        blocks = [{"type": "text", "text": "calling"}] if extra else []
-        for cid, name, kind in calls:
-            a = _arguments(kind, False)
-            blocks.append({"type": "tool_use", **({"id": cid} if cid else {}), "name": name,
-                           **({"input": a["v"]} if a else {})})
-        return [{"role": "assistant", "content": blocks}]
-    if provider == "gemini":
-        parts = []
-        for k, (cid, name, kind) in enumerate(calls):
-            a = _arguments(kind, False)
-            part: dict[str, Any] = {"functionCall": {**({"id": cid} if cid else {}), "name": name,
-                                                     **({"args": a["v"]} if a else {})}}
-            if extra and k == 0:
-                part["thoughtSignature"] = "c2ln"
-            parts.append(part)
-        return [{"role": "model", "parts": parts}]
-    items: list[Any] = []
-    if provider == "openai-responses":
-        if extra:
-            items.append({**RS, "id": f"rs_{at}"})
-        for k, (cid, name, kind) in enumerate(calls):
-            a = _arguments(kind, True)
-            items.append({"type": "function_call", "id": f"fc_{at}_{k}", **({"call_id": cid} if cid else {}),
-                          "name": name, **({"arguments": a["v"]} if a else {})})
-        return items
-    if extra:
-        items.append(THOUGHT)
-    for cid, name, kind in calls:
-        a = _arguments(kind, False)
-        items.append({"type": "function_call", **({"id": cid} if cid else {}), "name": name,
-                      **({"arguments": a["v"]} if a else {})})
-    return items
+    return adapter(provider).render_calls(calls, extra, at, _arguments)
 
 
 def _render_results(provider: str, results: list[Any], odd: bool) -> list[Any]:
-    if provider == "anthropic":
-        return [{"role": "user", "content": [
-            tool_result(r[1] or "zz") if r[0] == "r" else {"type": "text", "text": "between"} for r in results]}]
-    if provider == "gemini":
-        return [{"role": "tool" if odd else "user", "parts": [
-            fr(r[2], r[1], "x" if odd else None) if r[0] == "r" else {"text": "between"} for r in results]}]
-    out = []
-    for r in results:
-        if r[0] == "text":
-            out.append(user(provider, "between"))
-        elif provider == "openai-chat":
-            out.append(tool(r[1] or "zz", {"t": 1} if odd else "ok"))
-        elif provider == "openai-responses":
-            out.append(out_(r[1] or "zz"))
-        else:
-            out.append(step_fr(r[1] or "zz", name=r[2]))
-    return out
+    return adapter(provider).render_results(results, odd)
 
 
 _IDS = st.sampled_from(["a", "b", "c", None])
@@ -928,7 +634,8 @@ def histories(draw: Any, provider: str) -> list[Any]:
     return render(provider, draw(st.lists(entry, max_size=8)))
 
 
-@pytest.mark.parametrize("provider,echo_ids", [(p, True) for p in DIALECTS] + [("gemini", False)])
+@pytest.mark.parametrize("provider,echo_ids", [(p, True) for p in DIALECTS]
+                         + [(p, False) for p in DIALECTS if adapter(p).echo_ids_matter])
 @given(data=st.data())
 def test_every_change_is_reported_and_a_second_repair_is_a_no_op(provider, echo_ids, data):
     """Over generated histories: the output differs from the input only with actions to say why, it is well
@@ -991,7 +698,7 @@ def test_gemini_turn_boundary_is_read_after_the_results_are_placed():
 def loaded_with_surrogates(provider: str) -> list[Any]:
     """A stored conversation as ``json.loads`` gives it when the file holds ``\\ud800`` escapes: lone surrogates
     in the user's text, a call's arguments and a result."""
-    msgs = conversation(provider)[:3] if provider in ("anthropic", "gemini") else conversation(provider)
+    msgs = conversation(provider)[:adapter(provider).surrogate_prefix]
     text = json.dumps(msgs).replace("weather?", "weather\\ud800?").replace("Paris", "Par\\udc00is")
     return json.loads(text)
 

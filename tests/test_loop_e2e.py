@@ -14,7 +14,7 @@ import pytest
 from structlog.testing import capture_logs
 
 import toolwire
-from toolwire.codecs import PROVIDERS
+from .dialects import SIMULATED as PROVIDERS  # the dialects the loop can call on the simulator
 from toolwire.harness import AsyncToolLoop, FallbackReason, ProviderError, RetryPolicy, ToolLoop, fallback_message
 from toolwire.harness.demo import SCENARIO_NAMES, run_demo, runs_to_json
 from toolwire.harness.demo_tools import DemoWorld

@@ -18,7 +18,7 @@ from pydantic import TypeAdapter
 
 import toolwire
 from toolwire import Dispatcher, Registry, Tool, ToolChoice, ToolContext
-from toolwire.codecs import PROVIDERS
+from .dialects import SIMULATED as PROVIDERS  # the dialects the loop can call on the simulator
 from toolwire.harness import (
     AsyncToolLoop,
     CallAnswered,

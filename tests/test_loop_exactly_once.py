@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from toolwire import Dispatcher, SQLiteLedger
-from toolwire.codecs import PROVIDERS
+from .dialects import SIMULATED as PROVIDERS  # the dialects the loop can call on the simulator
 from toolwire.harness import AsyncToolLoop, RetryPolicy, ToolLoop
 from toolwire.harness.demo_tools import DemoWorld
 from toolwire.logs import configure_logging

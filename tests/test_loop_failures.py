@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
-from toolwire.codecs import PROVIDERS
+from .dialects import SIMULATED as PROVIDERS  # the dialects the loop can call on the simulator
 from toolwire.harness import LOCALES, AsyncToolLoop, FallbackReason, LoopResult, RetryPolicy, ToolLoop, fallback_message
 from toolwire.harness.demo_tools import DemoWorld
 from toolwire.logs import CATALOGUE

@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from toolwire.codecs import PROVIDERS  # noqa: E402
+from .dialects import SIMULATED as PROVIDERS  # noqa: E402 - the dialects the loop can call on the simulator
 from toolwire.harness.demo import run_demo, runs_to_json  # noqa: E402
 from toolwire.sim import SCENARIOS, SimProvider  # noqa: E402
 

@@ -23,7 +23,7 @@ from structlog.testing import capture_logs  # noqa: E402
 import toolwire  # noqa: E402
 import toolwire.logs  # noqa: E402
 from toolwire import otel  # noqa: E402
-from toolwire.codecs import PROVIDERS  # noqa: E402
+from .dialects import SIMULATED as PROVIDERS  # noqa: E402 - the dialects the loop can call on the simulator
 from toolwire.harness import AsyncToolLoop, RetryPolicy, ToolLoop  # noqa: E402
 from toolwire.harness.events import RequestStarted, ResponseEvent, RetryScheduled  # noqa: E402
 from toolwire.sim import Fault, SimProvider  # noqa: E402

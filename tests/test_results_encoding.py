@@ -10,355 +10,44 @@ camelCase JSON (its models forbid unknown fields).
 
 from __future__ import annotations
 
-import collections.abc
 import inspect
 import json
-import types
-import typing
-from functools import lru_cache
 from typing import Any
 
-import google.genai.interactions as gi
 import msgspec
 import pydantic
 import pytest
-import typing_extensions as te
-from anthropic.types import MessageParam, ToolResultBlockParam
-from google.genai import types as gt
-from openai.types.chat import (
-    ChatCompletionAssistantMessageParam,
-    ChatCompletionMessageParam,
-    ChatCompletionToolMessageParam,
-)
-from openai.types.responses import ResponseInputItemParam
 
 import toolwire
 from toolwire import CallKind, CallState, ResultKind, ToolResult, UsageError
 from toolwire.registry import Decision, Dispatcher, Registry, Tool
 
-from .wire import anthropic_events, chunk, sse, tc
+from .dialects import CONTENT, REGISTERED, SIG, adapter, results_for
+from .dialects.anthropic import REDACTED, THINKING, anthropic_turn  # noqa: F401 - for the regression tests
+from .dialects.gemini import gemini_content, gemini_turn
+from .dialects.gemini_interactions import interactions_turn
+from .dialects.openai_chat import chat_turn, without_chat_extensions  # noqa: F401
+from .dialects.openai_responses import REASONING, responses_body, responses_member, responses_turn  # noqa: F401
+from .wire import chunk, sse, tc
 
 K = ResultKind
-DIALECTS = ("openai-chat", "openai-responses", "anthropic", "gemini", "gemini-interactions")
-SIG = "c2lnbmF0dXJlLWZvci1nZXRfd2VhdGhlcg=="  # base64, as Gemini signatures are
-
-
-# ==== strict conformance to the SDKs' param types ================================================================
-def _unwrap(tp: Any) -> Any:
-    while True:
-        origin = typing.get_origin(tp)
-        if origin in (typing.Required, typing.NotRequired, typing.Annotated, te.ReadOnly):
-            tp = typing.get_args(tp)[0]
-        elif isinstance(tp, te.TypeAliasType):
-            tp = tp.__value__
-        else:
-            return tp
-
-
-def _typeddict_problems(value: Any, td: Any, path: str) -> list[str]:
-    if not isinstance(value, dict):
-        return [f"{path}: expected an object ({td.__name__}), got {type(value).__name__}"]
-    hints = typing.get_type_hints(td, include_extras=True)
-    if not hints:
-        return []  # an empty TypedDict stands for a free-form object (Interactions ``result``)
-    out = [f"{path}.{k}: not a field of {td.__name__}" for k in value if k not in hints]
-    for k, hint in hints.items():
-        origin = typing.get_origin(hint)
-        required = origin is typing.Required or (td.__total__ and origin is not typing.NotRequired)
-        if required and k not in value:
-            out.append(f"{path}.{k}: required by {td.__name__}")
-    for k, v in value.items():
-        if k in hints:
-            out += sdk_problems(v, hints[k], f"{path}.{k}")
-    return out
-
-
-def sdk_problems(value: Any, tp: Any, path: str = "$") -> list[str]:
-    """Where ``value`` does not fit the SDK type ``tp`` (TypedDicts: no undeclared keys, required keys present,
-    every field checked recursively; unions: some member fits). Constructs it does not know are accepted."""
-    tp = _unwrap(tp)
-    if tp is typing.Any or tp is object:
-        return []
-    if tp is type(None):
-        return [] if value is None else [f"{path}: expected null"]
-    if te.is_typeddict(tp):
-        return _typeddict_problems(value, tp, path)
-    origin = typing.get_origin(tp)
-    if origin in (typing.Union, types.UnionType):
-        outcomes = [sdk_problems(value, m, path) for m in typing.get_args(tp)]
-        if any(not o for o in outcomes):
-            return []
-        return min(outcomes, key=len)
-    if origin is typing.Literal:
-        return [] if value in typing.get_args(tp) else [f"{path}: {value!r} is not one of {typing.get_args(tp)}"]
-    if origin in (list, collections.abc.Iterable, collections.abc.Sequence) or \
-            getattr(origin, "__name__", "") == "SequenceNotStr":
-        if not isinstance(value, list):
-            return [f"{path}: expected a list"]
-        args = typing.get_args(tp)
-        elt = args[0] if args else typing.Any
-        return [p for i, v in enumerate(value) for p in sdk_problems(v, elt, f"{path}[{i}]")]
-    if origin in (dict, collections.abc.Mapping):
-        if not isinstance(value, dict):
-            return [f"{path}: expected an object"]
-        args = typing.get_args(tp)
-        return [p for k, v in value.items() for p in sdk_problems(v, args[1] if args else typing.Any, f"{path}.{k}")]
-    if isinstance(tp, type):
-        if issubclass(tp, pydantic.BaseModel):
-            return [] if isinstance(value, tp) else [f"{path}: a response model, not a request param"]
-        if tp is float:
-            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-        elif tp is int:
-            ok = isinstance(value, int) and not isinstance(value, bool)
-        else:
-            ok = isinstance(value, tp)
-        return [] if ok else [f"{path}: expected {tp.__name__}, got {type(value).__name__}"]
-    return []
-
-
-@lru_cache(maxsize=None)
-def _adapter(tp: Any) -> pydantic.TypeAdapter:
-    return pydantic.TypeAdapter(tp)
-
-
-def conforms(value: Any, tp: Any, *, adapter: Any = None) -> None:
-    """``value`` validates with pydantic against ``tp`` (or ``adapter``) and has no field ``tp`` lacks."""
-    _adapter(adapter if adapter is not None else tp).validate_python(value)
-    problems = sdk_problems(value, tp)
-    assert problems == [], problems
-
-
-def responses_member(item_type: str) -> Any:
-    """The member of ``ResponseInputItemParam`` for an item ``type``."""
-    for member in typing.get_args(ResponseInputItemParam):
-        hint = typing.get_type_hints(member, include_extras=True).get("type")
-        if hint is not None and item_type in typing.get_args(_unwrap(hint)):
-            return member
-    raise AssertionError(f"no ResponseInputItemParam member for {item_type!r}")
-
-
-def gemini_content(content: dict) -> gt.Content:
-    """Validate a camelCase content with google-genai (unknown fields are refused) and check each
-    functionResponse.response is an object."""
-    model = gt.Content.model_validate_json(json.dumps(content))
-    for part in content.get("parts", []):
-        if "functionResponse" in part:
-            assert isinstance(part["functionResponse"]["response"], dict)
-    return model
-
-
-def without_chat_extensions(message: dict) -> dict:
-    """A Chat message without the documented provider extensions the openai SDK does not type:
-    DeepSeek's ``reasoning_content`` and Gemini's ``tool_calls[].extra_content``."""
-    message = {k: v for k, v in message.items() if k != "reasoning_content"}
-    if "tool_calls" in message:
-        message["tool_calls"] = [{k: v for k, v in t.items() if k != "extra_content"} for t in message["tool_calls"]]
-    return message
+#: every registered dialect: the suites below run for each, through its test adapter (tests/dialects)
+DIALECTS = REGISTERED
 
 
 def check_sdk(provider: str, message: Any) -> None:
     """One message (Chat, Anthropic, Gemini) or item/step (Responses, Interactions) fits the official SDK."""
-    if provider == "openai-chat":
-        message = without_chat_extensions(message)
-        conforms(message, ChatCompletionMessageParam)
-        if message["role"] == "tool":
-            conforms(message, ChatCompletionToolMessageParam)
-        elif message["role"] == "assistant":
-            conforms(message, ChatCompletionAssistantMessageParam)
-    elif provider == "openai-responses":
-        if message.get("type", "message") != "message":  # three members share "message": the union decides
-            conforms(message, responses_member(message["type"]))
-        conforms(message, ResponseInputItemParam)
-    elif provider == "anthropic":
-        conforms(message, MessageParam)
-        for block in message["content"] if isinstance(message["content"], list) else ():
-            if block.get("type") == "tool_result":
-                conforms(block, ToolResultBlockParam)
-    elif provider == "gemini":
-        gemini_content(message)
-    else:
-        conforms(message, gi.StepParam, adapter=gi.Step)
+    adapter(provider).check_sdk(message)
 
 
 # ==== turns parsed from small streams, one per dialect ===========================================================
 # Each has three calls: get_weather (valid arguments), lookup (arguments that do not parse), get_time ({}).
-def chat_turn(finish: str = "tool_calls", *, ids: bool = True) -> toolwire.Turn:
-    """A Chat stream with three calls; ``ids=False`` is a server that sends no ids (vLLM)."""
-    cid = (lambda x: x) if ids else (lambda x: None)
-    return toolwire.parse("openai-chat", sse(
-        chunk(tc(0, cid("call_a"), "get_weather", '{"city": "Par')), chunk(tc(0, args='is"}')),
-        chunk(tc(1, cid("call_b"), "lookup", '{"key": "hei')), chunk(tc(1, args='ght"')),
-        chunk(tc(2, cid("call_c"), "get_time", "{}")),
-        chunk(finish=finish), "[DONE]"))
-
-
-def _numbered(events: list[dict]) -> list[dict]:
-    return [{**e, "sequence_number": i} for i, e in enumerate(events)]
-
-
-def _fc_events(index: int, item_id: str, call_id: str, name: str, fragments: list[str]) -> list[dict]:
-    item = {"type": "function_call", "id": item_id, "call_id": call_id, "name": name, "arguments": "",
-            "status": "in_progress"}
-    text = "".join(fragments)
-    return ([{"type": "response.output_item.added", "output_index": index, "item": item}]
-            + [{"type": "response.function_call_arguments.delta", "item_id": item_id, "output_index": index,
-                "delta": f} for f in fragments]
-            + [{"type": "response.function_call_arguments.done", "item_id": item_id, "output_index": index,
-                "arguments": text},
-               {"type": "response.output_item.done", "output_index": index,
-                "item": {**item, "arguments": text, "status": "completed"}}])
-
-
-REASONING = {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "weather first"}],
-             "encrypted_content": "gAAAAB-encrypted-reasoning"}
-
-
-def responses_turn(terminal: str = "completed") -> toolwire.Turn:
-    """A Responses stream: a reasoning item (encrypted_content), then three function_call items."""
-    base = {"id": "resp_1", "object": "response", "model": "gpt-test", "status": "in_progress", "output": []}
-    body = ([{"type": "response.output_item.added", "output_index": 0,
-              "item": {**REASONING, "summary": [], "encrypted_content": None}},
-             {"type": "response.output_item.done", "output_index": 0, "item": REASONING}]
-            + _fc_events(1, "fc_1", "call_a", "get_weather", ['{"city":', ' "Paris"}'])
-            + _fc_events(2, "fc_2", "call_b", "lookup", ['{"key": "hei', 'ght"'])
-            + _fc_events(3, "fc_3", "call_c", "get_time", ["{}"]))
-    final = {**base, "status": terminal}
-    if terminal == "incomplete":
-        final["incomplete_details"] = {"reason": "max_output_tokens"}
-    events = [{"type": "response.created", "response": base}] + body + [
-        {"type": f"response.{terminal}", "response": final}]
-    return toolwire.parse("openai-responses", sse(*_numbered(events), events=True))
-
-
-def responses_body(*items: dict, status: str = "completed") -> toolwire.Turn:
-    """A non-streaming Responses body with these output items."""
-    body = {"id": "resp_2", "object": "response", "status": status, "model": "gpt-test", "output": list(items)}
-    return toolwire.parse("openai-responses", json.dumps(body).encode(), format="json")
-
-
-THINKING = {"type": "thinking", "thinking": "The user wants the weather.", "signature": "EqQBCkYIARgCKkA-sig"}
-REDACTED = {"type": "redacted_thinking", "data": "EmwKAhgBEgy-redacted"}
-
-
-def anthropic_turn(stop_reason: str = "tool_use") -> toolwire.Turn:
-    """An Anthropic stream: thinking (signed), redacted thinking, text, then three tool_use blocks."""
-    evs = anthropic_events([
-        {"type": "text", "text": "Let me check."},
-        {"type": "tool_use", "id": "toolu_a", "name": "get_weather", "fragments": ['{"city": ', '"Paris"}']},
-        {"type": "tool_use", "id": "toolu_b", "name": "lookup", "fragments": ['{"key": "hei', 'ght"']},
-        {"type": "tool_use", "id": "toolu_c", "name": "get_time", "fragments": [""]},
-    ], stop_reason=stop_reason)
-    # shift the blocks by two and put the thinking blocks first
-    for e in evs:
-        if "index" in e:
-            e["index"] += 2
-    head = [
-        {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": "",
-                                                                       "signature": ""}},
-        {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta",
-                                                               "thinking": THINKING["thinking"]}},
-        {"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta",
-                                                               "signature": THINKING["signature"]}},
-        {"type": "content_block_stop", "index": 0},
-        {"type": "content_block_start", "index": 1, "content_block": REDACTED},
-        {"type": "content_block_stop", "index": 1},
-    ]
-    return toolwire.parse("anthropic", sse(evs[0], *head, *evs[1:], events=True))
-
-
-def gemini_turn(finish: str = "STOP", *, ids: bool = True) -> toolwire.Turn:
-    """A Gemini stream: three functionCall parts in separate chunks, the signature on the first; the second's
-    ``args`` is a string that does not parse. ``ids=False``: an older model that sends no ids."""
-    def fc(id_: str, name: str, args: Any, sig: str | None = None) -> dict:
-        call = {"name": name, "args": args}
-        if ids:
-            call["id"] = id_
-        part: dict[str, Any] = {"functionCall": call}
-        if sig:
-            part["thoughtSignature"] = sig
-        return part
-
-    def resp(part: dict, finish_reason: str | None = None) -> dict:
-        cand: dict[str, Any] = {"content": {"role": "model", "parts": [part]}, "index": 0}
-        if finish_reason:
-            cand["finishReason"] = finish_reason
-        return {"candidates": [cand], "modelVersion": "gemini-3-flash", "responseId": "gresp_1"}
-
-    payloads = [resp(fc("g_a", "get_weather", {"city": "Paris"}, SIG)),
-                resp(fc("g_b", "lookup", '{"key": "height"')),
-                resp(fc("g_c", "get_time", {}), finish)]
-    return toolwire.parse("gemini", "".join(f"data: {json.dumps(p)}\r\n\r\n" for p in payloads).encode())
-
-
-def interactions_turn(status: str = "requires_action") -> toolwire.Turn:
-    """An Interactions stream: a signed thought step, then three function_call steps streamed as fragments."""
-    iid = "v1_interaction"
-
-    def ev(t: str, **kw: Any) -> dict:
-        return {"event_type": t, **kw}
-
-    def call(index: int, id_: str, name: str, frags: list[str]) -> list[dict]:
-        return ([ev("step.start", index=index, step={"type": "function_call", "id": id_, "name": name,
-                                                     "arguments": {}})]
-                + [ev("step.delta", index=index, delta={"type": "arguments_delta", "arguments": f}) for f in frags]
-                + [ev("step.stop", index=index)])
-
-    events = ([ev("interaction.created", interaction={"id": iid, "status": "in_progress"}),
-               ev("step.start", index=0, step={"type": "thought"}),
-               ev("step.delta", index=0, delta={"type": "thought_signature", "signature": SIG}),
-               ev("step.stop", index=0)]
-              + call(1, "fc_a", "get_weather", ['{"city":', '"Paris"}'])
-              + call(2, "fc_b", "lookup", ['{"key": "hei', 'ght"'])
-              + call(3, "fc_c", "get_time", ["{}"])
-              + [ev("interaction.completed", interaction={"id": iid, "status": status})])
-    lines = []
-    for e in events:
-        lines.append(f"event: {e['event_type']}\ndata: {json.dumps(e)}\n\n")
-    lines.append("data: [DONE]\n\n")
-    return toolwire.parse("gemini-interactions", "".join(lines).encode())
-
-
-TURNS = {
-    "openai-chat": chat_turn,
-    "openai-responses": responses_turn,
-    "anthropic": anthropic_turn,
-    "gemini": gemini_turn,
-    "gemini-interactions": interactions_turn,
-}
-#: the finish of each dialect that truncates the calls (a token limit)
-CUT = {
-    "openai-chat": lambda: chat_turn("length"),
-    "openai-responses": lambda: responses_turn("incomplete"),
-    "anthropic": lambda: anthropic_turn("max_tokens"),
-    "gemini": lambda: gemini_turn("MAX_TOKENS"),
-    "gemini-interactions": lambda: interactions_turn("incomplete"),
-}
+TURNS = {d: (lambda d=d: adapter(d).turn()) for d in DIALECTS}
+#: the turn cut by the dialect's token limit
+CUT = {d: (lambda d=d: adapter(d).cut_turn()) for d in DIALECTS}
 
 
 # ==== results ======================================================================================================
-CONTENT = {
-    K.OK: {"temp_c": 21, "sky": "clear"},
-    K.INVALID_ARGUMENTS: "Invalid arguments for lookup: the arguments are not a JSON object - at `$`.",
-    K.UNKNOWN_TOOL: "Unknown tool 'get_wether': no tool of that exact name exists, nothing was run.",
-    K.DENIED: "Denied: get_time may not run here. Nothing was run.",
-    K.APPROVAL_REQUIRED: "Approval required: get_weather waits for a person's approval; it has not run.",
-    K.HANDLER_FAILED: "Error: get_weather could not look (StoreUnavailable).",
-    K.HANDLER_TIMEOUT: "Error: get_weather did not return within 1.0 s.",
-    K.OUTCOME_UNKNOWN: "Outcome unknown: this write started earlier and never confirmed; it was not run again.",
-    K.RESULT_UNUSABLE: "get_weather returned a value that cannot be sent back as JSON or text.",
-    K.TOOL_ERROR: "No such city: the weather service does not know Pariss.",
-    K.NOT_RUN: "Not run: the response did not finish cleanly (length). No tool was run for this response.",
-}
-
-
-def results_for(turn: toolwire.Turn, kind: ResultKind, content: Any = ...) -> list[ToolResult]:
-    """One result of ``kind`` per call, given in REVERSE call order (as if they completed that way)."""
-    out = [ToolResult(call_id=c.call_id, local_id=c.local_id, name=c.name,
-                      content=CONTENT[kind] if content is ... else content, is_error=kind is not K.OK, kind=kind)
-           for c in turn.calls]
-    return out[::-1]
-
-
 def expected_text(result: ToolResult) -> str:
     return result.content if isinstance(result.content, str) else json.dumps(result.content,
                                                                              separators=(",", ":"))
@@ -372,22 +61,7 @@ def only(encoded: list[dict]) -> dict:
 
 def answered(provider: str, encoded: Any) -> list[tuple[str | None, Any, bool]]:
     """(id, content, is_error) of each result in an encoded answer (a list of messages), in order."""
-    if provider in ("anthropic", "gemini"):
-        encoded = only(encoded)
-    if provider == "openai-chat":
-        return [(m["tool_call_id"], m["content"], None) for m in encoded]
-    if provider == "openai-responses":
-        return [(i.get("call_id", i.get("id")), i.get("output"), None) for i in encoded]
-    if provider == "anthropic":
-        return [(b["tool_use_id"], b["content"], b.get("is_error", False)) for b in encoded["content"]]
-    if provider == "gemini":
-        out = []
-        for p in encoded["parts"]:
-            fr = p["functionResponse"]
-            err = "error" in fr["response"]
-            out.append((fr.get("id"), fr["response"]["error" if err else "output"], err))
-        return out
-    return [(s["call_id"], s["result"], s.get("is_error", False)) for s in encoded]
+    return adapter(provider).answered(encoded)
 
 
 def check_answer(provider: str, turn: toolwire.Turn, encoded: Any, results: list[ToolResult]) -> None:
@@ -397,23 +71,10 @@ def check_answer(provider: str, turn: toolwire.Turn, encoded: Any, results: list
     assert [g[0] for g in got] == [c.call_id for c in turn.calls]  # call order, under the calls' own ids
     for (_, content, err), call in zip(got, turn.calls):
         r = by_local[call.local_id]
-        if provider == "gemini":
+        assert content == adapter(provider).content_of(r, expected_text)
+        if err is not None:
             assert err is r.is_error
-            assert content == r.content
-        elif provider == "gemini-interactions":
-            assert err is r.is_error
-            assert content == (r.content if isinstance(r.content, (str, dict)) else expected_text(r))
-        else:
-            assert content == expected_text(r)
-            if err is not None:
-                assert err is r.is_error
-    if provider == "anthropic":
-        message = only(encoded)
-        assert message["role"] == "user"
-        assert all(b["type"] == "tool_result" for b in message["content"])
-        assert all(("is_error" in b) is by_local[c.local_id].is_error for b, c in zip(message["content"], turn.calls))
-    elif provider == "gemini":
-        assert only(encoded)["role"] == "user"
+    adapter(provider).check_answer(turn, encoded, results)
     for message in encoded:
         check_sdk(provider, message)
 
@@ -443,27 +104,7 @@ def test_every_kind_history_fits_the_sdk(provider, kind):
 
 def assert_history_shape(provider: str, turn: toolwire.Turn, msgs: list[Any]) -> None:
     """The replay comes first and the answer right after it, every call answered once."""
-    n = len(turn.calls)
-    ids = [c.call_id for c in turn.calls]
-    if provider == "openai-chat":
-        assert msgs[0]["role"] == "assistant" and [t["id"] for t in msgs[0]["tool_calls"]] == ids
-        assert [m["tool_call_id"] for m in msgs[1:]] == ids
-    elif provider == "openai-responses":
-        calls = [i["call_id"] for i in msgs if i.get("type") == "function_call"]
-        outs = [i["call_id"] for i in msgs if i.get("type") == "function_call_output"]
-        assert calls == ids and outs == ids and len(msgs) == 1 + 2 * n
-        assert msgs[0] == REASONING  # the reasoning item first, verbatim (docs/failure-modes.md, 19)
-    elif provider == "anthropic":
-        assert [m["role"] for m in msgs] == ["assistant", "user"]
-        assert [b["id"] for b in msgs[0]["content"] if b["type"] == "tool_use"] == ids
-        assert [b["tool_use_id"] for b in msgs[1]["content"]] == ids
-    elif provider == "gemini":
-        assert [m["role"] for m in msgs] == ["model", "user"]
-        assert [p["functionResponse"]["id"] for p in msgs[1]["parts"]] == ids
-    else:
-        fcs = [s["id"] for s in msgs if s["type"] == "function_call"]
-        frs = [s["call_id"] for s in msgs if s["type"] == "function_result"]
-        assert fcs == ids and frs == ids
+    adapter(provider).history_shape(turn, msgs)
 
 
 # ==== content forms ================================================================================================
@@ -476,8 +117,7 @@ def test_any_json_content_is_encoded_in_the_form_the_wire_needs(provider, conten
     results = results_for(turn, K.OK, content)
     encoded = toolwire.encode_results(turn, results)
     check_answer(provider, turn, encoded, results)
-    if provider == "gemini":
-        assert all(p["functionResponse"]["response"] == {"output": content} for p in only(encoded)["parts"])
+    adapter(provider).check_json_content(encoded, content)
 
 
 @pytest.mark.parametrize("provider", DIALECTS)
@@ -818,23 +458,8 @@ def test_state_of_calls_does_not_change():
     assert [c.state for c in turn.calls] == [CallState.COMPLETE] * 3
 
 
-def _rename(d: dict, old: str, new: str) -> dict:
-    return {(new if k == old else k): v for k, v in d.items()}
-
-
-MISSPELT = {
-    "chat_tool_id": ("openai-chat", lambda e: [_rename(e[0], "tool_call_id", "tool_id")] + e[1:]),
-    "responses_callid": ("openai-responses", lambda e: [_rename(e[0], "call_id", "callid")]),
-    "responses_output_type": ("openai-responses", lambda e: [dict(e[0], type="function_output")]),
-    "anthropic_tool_id": ("anthropic", lambda e: [{**e[0], "content": [_rename(e[0]["content"][0], "tool_use_id",
-                                                                               "tool_id")]}]),
-    "anthropic_error_flag": ("anthropic", lambda e: [{**e[0], "content": [dict(e[0]["content"][0], error=True)]}]),
-    "gemini_result_key": ("gemini", lambda e: [{**e[0], "parts": [{"functionResponse": _rename(
-        e[0]["parts"][0]["functionResponse"], "response", "result")}]}]),
-    "gemini_response_text": ("gemini", lambda e: [{**e[0], "parts": [{"functionResponse": dict(
-        e[0]["parts"][0]["functionResponse"], response="21 C")}]}]),
-    "interactions_id": ("gemini-interactions", lambda e: [_rename(e[0], "call_id", "id")]),
-}
+#: one wrong field name or shape per case, in every dialect's answer (its adapter's misspellings)
+MISSPELT = {name: (d, mutate) for d in DIALECTS for name, mutate in adapter(d).misspellings().items()}
 
 
 @pytest.mark.parametrize("case", list(MISSPELT))
@@ -849,48 +474,9 @@ def test_the_sdk_check_catches_a_misspelt_field(case):
 
 
 # ==== several choices (Chat n > 1, Gemini candidates) ================================================================
-SIG1 = "c2lnbmF0dXJlLW9mLWNhbmRpZGF0ZS0x"  # base64, another candidate's signature
-
-
-def chat_two_choices() -> toolwire.Turn:
-    """A Chat stream with ``n=2``, the chunks of the two choices interleaved: choice 0 calls get_weather, choice 1
-    says something and calls get_time and lookup."""
-    return toolwire.parse("openai-chat", sse(
-        chunk(tc(0, "call_0a", "get_weather", '{"city": "Par'), choice=0),
-        chunk(content="Checking.", choice=1),
-        chunk(tc(0, "call_1a", "get_time", "{}"), choice=1),
-        chunk(tc(0, args='is"}'), choice=0),
-        chunk(tc(1, "call_1b", "lookup", '{"key": "height"}'), choice=1),
-        chunk(finish="tool_calls", choice=0), chunk(finish="tool_calls", choice=1), "[DONE]"))
-
-
-def gemini_two_candidates() -> toolwire.Turn:
-    """A Gemini stream with two candidates: candidate 0 calls get_weather (signed), candidate 1 says something and
-    calls get_time (signed with its own signature) and lookup, over two chunks."""
-    def fc(id_: str, name: str, args: dict, sig: str | None = None) -> dict:
-        part: dict[str, Any] = {"functionCall": {"id": id_, "name": name, "args": args}}
-        if sig:
-            part["thoughtSignature"] = sig
-        return part
-
-    payloads = [
-        {"candidates": [
-            {"index": 0, "content": {"role": "model", "parts": [fc("g_0a", "get_weather", {"city": "Paris"}, SIG)]}},
-            {"index": 1, "content": {"role": "model", "parts": [{"text": "Checking."},
-                                                                fc("g_1a", "get_time", {}, SIG1)]}}],
-         "modelVersion": "gemini-3-flash", "responseId": "gresp_2"},
-        {"candidates": [
-            {"index": 1, "content": {"role": "model", "parts": [fc("g_1b", "lookup", {"key": "height"})]},
-             "finishReason": "STOP"},
-            {"index": 0, "finishReason": "STOP"}],
-         "modelVersion": "gemini-3-flash", "responseId": "gresp_2"},
-    ]
-    return toolwire.parse("gemini", "".join(f"data: {json.dumps(p)}\r\n\r\n" for p in payloads).encode())
-
-
-MULTI = {"openai-chat": chat_two_choices, "gemini": gemini_two_candidates}
-#: the call ids of each choice of the MULTI turns
-MULTI_IDS = {"openai-chat": (["call_0a"], ["call_1a", "call_1b"]), "gemini": (["g_0a"], ["g_1a", "g_1b"])}
+#: the dialects whose responses can carry several choices: a turn of two choices, and the call ids of each
+MULTI = {d: adapter(d).two_choices for d in DIALECTS if adapter(d).multi_choice}
+MULTI_IDS = {d: adapter(d).choice_ids for d in MULTI}
 
 
 def choice_results(turn: toolwire.Turn, choice: int) -> list[ToolResult]:
@@ -901,9 +487,7 @@ def choice_results(turn: toolwire.Turn, choice: int) -> list[ToolResult]:
 
 def replayed_ids(provider: str, message: Any) -> list[str]:
     """The call ids in a replayed assistant message (Chat) or model content (Gemini)."""
-    if provider == "openai-chat":
-        return [t["id"] for t in message.get("tool_calls", [])]
-    return [p["functionCall"]["id"] for p in message["parts"] if "functionCall" in p]
+    return adapter(provider).replayed_ids(message)
 
 
 @pytest.mark.parametrize("provider", list(MULTI))
@@ -915,14 +499,7 @@ def test_each_choice_carries_its_own_assistant_message(provider):
     assert turn.assistant_message == turn.choices[0].assistant_message
     for ch in turn.choices:
         check_sdk(provider, ch.assistant_message)
-    second = turn.choices[1].assistant_message
-    if provider == "openai-chat":
-        assert second["content"] == "Checking."
-        assert turn.choices[0].assistant_message["content"] is None
-    else:
-        assert second["parts"][0] == {"text": "Checking."}
-        assert second["parts"][1]["thoughtSignature"] == SIG1  # the signature stays on its own candidate's part
-        assert "thoughtSignature" not in second["parts"][2]
+    adapter(provider).check_choices(turn)
 
 
 @pytest.mark.parametrize("provider", list(MULTI))

@@ -18,7 +18,9 @@ import toolwire
 from toolwire import CallState, FinishReason
 from toolwire.sim import SCENARIOS, Fault, RecordedRequest, SimProvider
 
-DIALECTS = ["openai-chat", "openai-responses", "anthropic", "gemini", "gemini-interactions"]
+from .dialects import SIMULATED
+
+DIALECTS = list(SIMULATED)  # every dialect the simulator speaks
 STREAMED_ARGS = ["openai-chat", "openai-responses", "anthropic", "gemini-interactions"]  # Gemini calls come whole
 AUTH = {
     "openai-chat": {"Authorization": "Bearer sk-test"},

@@ -5,7 +5,8 @@ APIs with (``Model.model_validate``; ``pydantic.TypeAdapter(Union).validate_pyth
 Beyond what the models require, nothing may be left over: a field a model does not declare (kept as an extra
 by the openai, anthropic and Interactions models; refused outright by google-genai's), or a payload that an open
 union could only take as its "unknown" variant, is reported too. So a simulator body that drifts from the
-current SDKs (a required field missing, a misspelt one, a wrong type) fails here rather than in a demo.
+current SDKs (a required field missing, a misspelt one, a wrong type) fails here rather than in a demo. Every
+dialect the simulator speaks is checked, with the models its test adapter names (``tests/dialects``).
 
 Error payloads the SDKs raise on instead of parsing (Chat's ``{"error": ...}`` chunk, Anthropic's ``error``
 event, Gemini's ``{"error": ...}`` in a stream) are checked against the SDKs' error models or, for Gemini, the
@@ -16,7 +17,7 @@ no JSON.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pydantic
@@ -25,69 +26,23 @@ import pytest
 import toolwire
 from toolwire.sim import SCENARIOS, Fault, SimProvider
 
+from .dialects import SIMULATED, adapter
 from .streamgen import parse_sse_events
 from .test_sim import AUTH, UNCLEAN_ENDINGS, Conv, post, tools
 
-anthropic_types = pytest.importorskip("anthropic.types")
-openai_chat = pytest.importorskip("openai.types.chat")
-openai_responses = pytest.importorskip("openai.types.responses")
-openai_types = pytest.importorskip("openai.types")
-genai_types = pytest.importorskip("google.genai.types")
-genai_errors = pytest.importorskip("google.genai.errors")
-genai_interactions = pytest.importorskip("google.genai.interactions")
+pytest.importorskip("anthropic.types")
+pytest.importorskip("openai.types.responses")
+pytest.importorskip("google.genai.interactions")
 
-Validator = Callable[[Any], Any]
-
-
-def _model(cls: type[pydantic.BaseModel]) -> Validator:
-    return cls.model_validate
-
-
-def _union(tp: Any) -> Validator:
-    return pydantic.TypeAdapter(tp).validate_python
-
-
-def _genai_error(doc: Any) -> Any:
-    """google-genai has no model for an error in a stream: it raises ``errors.APIError`` built from the payload,
-    which must then carry the numeric code, the status name and the message."""
-    assert set(doc) == {"error"} and set(doc["error"]) <= {"code", "message", "status", "details"}, doc
-    err = genai_errors.APIError(doc["error"]["code"], doc)
-    assert isinstance(err.code, int) and isinstance(err.status, str) and err.status.isupper(), doc
-    assert isinstance(err.message, str) and err.message, doc
-    return err
-
-
-#: per dialect: the whole body's model, the streamed events' model or union, the error payloads' model
-MODELS: dict[str, tuple[Validator, Validator, Validator | None]] = {
-    "openai-chat": (_model(openai_chat.ChatCompletion), _model(openai_chat.ChatCompletionChunk),
-                    lambda doc: openai_types.ErrorObject.model_validate(doc["error"])),
-    "openai-responses": (_model(openai_responses.Response), _union(openai_responses.ResponseStreamEvent), None),
-    "anthropic": (_model(anthropic_types.Message), _union(anthropic_types.RawMessageStreamEvent),
-                  _model(anthropic_types.ErrorResponse)),
-    "gemini": (_model(genai_types.GenerateContentResponse), _model(genai_types.GenerateContentResponse),
-               _genai_error),
-    "gemini-interactions": (_model(genai_interactions.Interaction), _union(genai_interactions.InteractionSSEEvent),
-                            None),
-}
-DIALECTS = list(MODELS)
-
-#: fields the real APIs send that the current SDK models do not declare (kept as extras, not refused), by dialect,
-#: event type ("*.delta": any delta event; "whole": the non-streamed body) and path
-UNDECLARED = {
-    # the Response object repeats the request's store flag; openai's Response model has no field for it
-    ("openai-responses", "*", "$.response.store"), ("openai-responses", "whole", "$.store"),
-    # stream obfuscation padding on delta events (openai's own include_obfuscation option describes it)
-    ("openai-responses", "*.delta", "$.obfuscation"),
-    # the API reference's function_call_arguments.done names the function
-    ("openai-responses", "response.function_call_arguments.done", "$.name"),
-    # google-genai's model of the streamed interaction declares ``object``; its Interaction model does not
-    ("gemini-interactions", "whole", "$.object"),
-}
+#: the dialects the simulator speaks; each one's SDK models come from its test adapter (``response_models``)
+DIALECTS = list(SIMULATED)
 
 
 def undeclared(dialect: str, label: str, path: str) -> bool:
-    return any(d == dialect and p == path and (t == label or t == "*" or (t == "*.delta" and label.endswith(".delta")))
-               for d, t, p in UNDECLARED)
+    """A field the real API sends that the current SDK models do not declare (kept as an extra, not refused), by
+    event type ("*.delta": any delta event; "whole": the non-streamed body) and path (the adapter's list)."""
+    return any(p == path and (t == label or t == "*" or (t == "*.delta" and label.endswith(".delta")))
+               for t, p in adapter(dialect).undeclared)
 
 
 #: conversations played to their end: one call then text, parallel calls, an unknown tool corrected, a refused
@@ -166,18 +121,16 @@ def leftovers(value: Any, path: str = "$") -> list[str]:
 
 def problems(dialect: str, mode: str, bodies: list[bytes]) -> list[str]:
     """What the SDK models refuse or cannot place in ``bodies``, one line each (empty when all is valid)."""
-    whole, event, error = MODELS[dialect]
+    a = adapter(dialect)
+    whole, event, error = a.response_models()
     out: list[str] = []
     for n, body in enumerate(bodies):
         for kind, name, doc in payloads(mode, body):
             label = "whole" if kind == "whole" else name or doc.get("type") or doc.get("event_type") or "?"
             where = f"{dialect} {mode} body {n} {label}"
-            if dialect == "anthropic" and name == "ping":
-                assert doc == {"type": "ping"}
+            if a.ignorable_payload(name, doc):
                 continue
-            is_error = name == "error" if dialect == "anthropic" else (
-                dialect in ("openai-chat", "gemini") and kind == "event" and "error" in doc)
-            validate = error if is_error else whole if kind == "whole" else event
+            validate = error if a.is_error_payload(name, kind, doc) else whole if kind == "whole" else event
             assert validate is not None
             try:
                 model = validate(doc)
@@ -200,7 +153,7 @@ def url() -> Iterator[str]:
 
 
 def _modes(dialect: str) -> list[str]:
-    return MODES + ([GEMINI_ARRAY] if dialect == "gemini" else [])
+    return MODES + list(adapter(dialect).sim_modes)
 
 
 CASES = [(d, m) for d in DIALECTS for m in _modes(d)]

@@ -22,8 +22,9 @@ from typing import Any
 
 import msgspec
 
+from .codecs import dialects as _dialects
 from .codecs.capabilities import capabilities_for
-from .codecs.declare import DIALECTS, SCHEMA_MODES, as_spec, check_limits, kind_finding, module_for, suggest_name
+from .codecs.declare import SCHEMA_MODES, as_spec, check_limits, kind_finding, part_for, suggest_name
 from .errors import UsageError
 from .schema_tools import Loss, SchemaConversionError, StrictSchemaError
 
@@ -109,7 +110,7 @@ _NAME_LIMITS = ("name_length", "name_pattern")
 
 
 def _audit_dialect(dialect: str, specs: Sequence[Any], schema_mode: str) -> DialectAudit:
-    mod = module_for(dialect)
+    part = part_for(dialect)
     cap = capabilities_for(dialect)
     lost: list[Loss] = []
     schemas: list[dict[str, Any]] = []
@@ -120,7 +121,7 @@ def _audit_dialect(dialect: str, specs: Sequence[Any], schema_mode: str) -> Dial
             schemas.append(spec.input_schema)
             continue
         try:
-            declaration, losses = mod.declare_tool(spec, strict=False, schema_mode=schema_mode)
+            declaration, losses = part.declare_tool(spec, strict=False, schema_mode=schema_mode)
         except (SchemaConversionError, StrictSchemaError) as exc:
             refused = True
             keyword = getattr(exc, "keyword", None) or getattr(exc, "construct", "schema")
@@ -129,9 +130,9 @@ def _audit_dialect(dialect: str, specs: Sequence[Any], schema_mode: str) -> Dial
             continue
         lost.extend(losses)
         declarations.append(declaration)
-        schemas.append(mod.schema_of(declaration))
+        schemas.append(part.schema_of(declaration))
     findings = check_limits(dialect, specs, schemas, strict=False, schema_mode=schema_mode,
-                            tools_payload=mod.tools_fragment(declarations)["tools"])
+                            tools_payload=part.tools_in(part.tools_fragment(declarations)))
     renamed: list[Rename] = []
     for spec in specs:
         reasons = [f for f in findings if f.tool == spec.name and f.limit in _NAME_LIMITS]
@@ -151,13 +152,14 @@ def audit_tools(tools: Iterable[Any], *, source: str | None = None, dialects: It
     ``openapi``). Raises ``UsageError`` for an unknown dialect or mode, ``ToolDeclarationError`` for a malformed
     tool.
     """
-    if source is not None and source not in DIALECTS:
-        raise UsageError(f"unknown dialect {source!r}; expected one of: {', '.join(DIALECTS)}")
+    known = [d.id for d in _dialects()]
+    if source is not None and source not in known:
+        raise UsageError(f"unknown dialect {source!r}; expected one of: {', '.join(known)}")
     if schema_mode not in SCHEMA_MODES:
         raise UsageError(f"schema_mode must be one of {SCHEMA_MODES}, not {schema_mode!r}")
-    wanted = list(dialects) if dialects is not None else [d for d in DIALECTS if d != source]
+    wanted = list(dialects) if dialects is not None else [d for d in known if d != source]
     for d in wanted:
-        module_for(d)
+        part_for(d)
     specs = [as_spec(t) for t in tools]
     return AuditReport(source=source, tools=len(specs),
                        dialects={d: _audit_dialect(d, specs, schema_mode) for d in wanted})

@@ -22,8 +22,8 @@ import sys
 from typing import Any
 
 from .audit import audit_tools
+from .codecs import PROVIDERS
 from .codecs.declare import (
-    DIALECTS,
     SCHEMA_MODES,
     DeclarationLimitError,
     ToolChoice,
@@ -136,7 +136,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     """Add ``declare`` and ``audit`` to the subcommands ``sub`` (``common`` holds the logging options)."""
-    dialects = ", ".join(DIALECTS)
+    dialects = ", ".join(PROVIDERS)
     pd = sub.add_parser("declare", parents=[common],
                         help="print the request fragment (tools, tool_choice, …) declaring TOOLS.json for a provider")
     pd.add_argument("file", metavar="TOOLS.json", help="canonical tools, an MCP tools/list result, or - for stdin")
@@ -147,13 +147,13 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     pd.add_argument("--strict", action="store_true",
                     help="constrain arguments to the schema (OpenAI: strict schema rewrite; Gemini: VALIDATED)")
     pd.add_argument("--schema-mode", default="json_schema", choices=SCHEMA_MODES,
-                    help="gemini only: json_schema (parametersJsonSchema, default) or openapi (parameters)")
+                    help="gemini only: json_schema (a JSON Schema, default) or openapi (Google's OpenAPI subset)")
     pd.set_defaults(func=_cmd_declare)
 
     pa = sub.add_parser("audit", parents=[common],
                         help="report what each other dialect renames, loses or refuses in TOOLS.json")
     pa.add_argument("file", metavar="TOOLS.json", help="canonical tools, an MCP tools/list result, or - for stdin")
-    pa.add_argument("--from", dest="source", default=None, choices=tuple(DIALECTS), metavar="P",
+    pa.add_argument("--from", dest="source", default=None, choices=tuple(PROVIDERS), metavar="P",
                     help=f"the dialect the tools were written for (left out of the report): {dialects}")
     pa.add_argument("--json", action="store_true", help="print a JSON document instead of a table")
     pa.add_argument("--schema-mode", default="json_schema", choices=SCHEMA_MODES,

@@ -10,19 +10,27 @@ import os
 import sys
 from typing import Any
 
-from .codecs import PROVIDERS
+from .codecs import dialects_with
 from .errors import UsageError
 
 __all__ = ["register"]
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from .harness.demo import MCP_SCENARIOS, SCENARIO_NAMES, dump_json, mcp_available, print_run, run_demo
+    from .harness.demo import (
+        MCP_SCENARIOS,
+        SCENARIO_NAMES,
+        dump_json,
+        mcp_available,
+        print_run,
+        run_demo,
+        sim_providers,
+    )
     from .harness.fallback import LOCALES
 
     if args.lang not in LOCALES:
         raise UsageError(f"unknown --lang {args.lang!r}; expected one of: {', '.join(LOCALES)}")
-    providers = PROVIDERS if args.provider == "all" else (args.provider,)
+    providers = sim_providers() if args.provider == "all" else (args.provider,)
     scenarios: tuple[str, ...] = SCENARIO_NAMES if args.scenario == "all" else (args.scenario,)
     workers = args.workers is not None or args.database is not None or args.kill_every is not None
     if args.scenario == "all" and (workers or not mcp_available()):
@@ -169,11 +177,13 @@ def _cmd_chat(args: argparse.Namespace) -> int:
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     """Add ``demo`` and ``chat`` to the subcommands ``sub`` (``common`` holds the logging options)."""
-    from .harness.demo import SCENARIO_NAMES
+    from .harness.demo import SCENARIO_NAMES, sim_providers
 
+    callable_ids = tuple(d.id for d in dialects_with("http"))
+    key_env = list(dict.fromkeys(name for d in dialects_with("http") for name in d.http.api_key_env))
     pd = sub.add_parser("demo", help="run the scenarios against the simulated provider over real HTTP",
                         parents=[common])
-    pd.add_argument("--provider", default="all", choices=("all", *PROVIDERS),
+    pd.add_argument("--provider", default="all", choices=("all", *sim_providers()),
                     help="the dialect to run (default all: every one in turn)")
     pd.add_argument("--scenario", default="all", choices=("all", *SCENARIO_NAMES),
                     help="the scenario to run (default all)")
@@ -192,9 +202,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
     pc = sub.add_parser("chat", help="ask a real provider, running its tool calls through your tools",
                         parents=[common])
-    pc.add_argument("--provider", required=True, choices=PROVIDERS,
-                    help="the provider's dialect; its key comes from the environment (OPENAI_API_KEY, "
-                         "ANTHROPIC_API_KEY, GEMINI_API_KEY or GOOGLE_API_KEY)")
+    pc.add_argument("--provider", required=True, choices=callable_ids,
+                    help=f"the provider's dialect; its key comes from the environment ({', '.join(key_env[:-1])} "
+                         f"or {key_env[-1]})")
     pc.add_argument("--model", required=True, help="the model name the provider expects")
     pc.add_argument("--tools", metavar="MODULE[:ATTR]",
                     help="a module with TOOLS (a list of toolwire.Tool) or registry (a Registry), imported with "

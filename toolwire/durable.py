@@ -29,6 +29,7 @@ from dbos import DBOS, SetWorkflowID
 
 from . import _log
 
+from .codecs.requests import http_part
 from .errors import UsageError
 from .harness.errors import ProviderError
 from .harness.loop import LoopResult, _Core
@@ -136,7 +137,7 @@ class DurableLoop:
 
     def _args(self, prompt: str, conversation_id: str, history: Iterable[Any] | None,
               previous_id: str | None) -> tuple[Any, ...]:
-        if previous_id is not None and self.provider != "gemini-interactions":
+        if previous_id is not None and not http_part(self.provider).keeps_history:
             raise UsageError("previous_id continues a Gemini Interactions conversation; other dialects pass "
                              "history")
         return _workflow_args(self.name, prompt, conversation_id, history, previous_id)

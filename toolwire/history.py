@@ -18,7 +18,11 @@ string for OpenAI ``arguments``, an object for Anthropic ``input``, Gemini ``arg
 
 Calls without the id a provider requires (a Chat server that sent none) are answered under a synthetic id made
 of the response id and the call's ``local_id``; the replayed call carries the same id. ``echo_ids`` matters only
-for Gemini: False leaves ``functionResponse.id`` out (endpoints that reject it, such as Vertex Express).
+for Gemini: False leaves the call id out of its function responses (endpoints that refuse it, such as Vertex
+Express).
+
+Each dialect's part of this (the answer's shape, the replay, the repair rules) is its ``Results`` part
+(``toolwire.codecs.results``), which its module's docstring describes; this module pairs, checks and chooses.
 
 Text that UTF-8 cannot encode (surrogate code points, which ``json.loads`` makes from ``"\\ud800"``) would make
 the next request impossible to send: what these functions return never holds any. ``encode_results`` and
@@ -33,7 +37,8 @@ from typing import Any, overload
 
 import msgspec
 
-from .codecs.results import DIALECTS, RepairAction, RepairKind, RepairReport, missing_result
+from .codecs import dialect_for, dialects
+from .codecs.results import RepairAction, RepairKind, RepairReport, Results, missing_result
 from .codecs.results._common import DEFAULT_MAX_CALLS, Actions, CallCounter, Pair, clean_copy
 from .errors import UsageError
 from .registry import _rich
@@ -45,11 +50,8 @@ __all__ = ["encode_results", "history_messages", "repair_history", "remap_call_i
            "RepairAction", "RepairKind", "DEFAULT_MAX_CALLS"]
 
 
-def _dialect(provider: str) -> Any:
-    try:
-        return DIALECTS[provider]
-    except KeyError:
-        raise UsageError(f"unknown provider {provider!r}; expected one of: {', '.join(DIALECTS)}") from None
+def _dialect(provider: str) -> Results:
+    return dialect_for(provider).results
 
 
 def _checked(turn: Turn, results: Iterable[ToolResult]) -> dict[str, ToolResult]:
@@ -109,7 +111,7 @@ def _pairs(turn: Turn, by_local: dict[str, ToolResult]) -> list[Pair]:
     return [(c, by_local.get(c.local_id) or missing_result(c)) for c in turn.calls]
 
 
-def _answers(mod: Any, turn: Turn, pairs: list[Pair], echo_ids: bool) -> list[Message]:
+def _answers(mod: Results, turn: Turn, pairs: list[Pair], echo_ids: bool) -> list[Message]:
     """The dialect's answer to ``pairs`` as a list of messages (Anthropic and Gemini answer with one)."""
     encoded = mod.encode(turn, pairs, echo_ids=echo_ids)
     return encoded if isinstance(encoded, list) else [encoded]
@@ -119,9 +121,10 @@ def encode_results(turn: Turn, results: Iterable[ToolResult], *, echo_ids: bool 
     """The provider-native messages answering the calls of ``turn``, in call order: always a list, to append
     to (or send as) the conversation.
 
-    Chat: one ``tool`` message per call; Responses: the output items; Anthropic: one user message holding every
-    ``tool_result`` block; Gemini: one user content holding every ``functionResponse`` part; Interactions: one
-    ``function_result`` step per call. Every call of the replayed assistant message is answered exactly once;
+    Chat: one tool message per call; Responses: the output items; Anthropic: one user message holding every
+    result block; Gemini: one user content holding every function response part; Interactions: one result step
+    per call (each dialect's ``Results`` part says how). Every call of the replayed assistant message is answered
+    exactly once;
     in a turn of several choices, that is the choice of the calls the results answer (see the module
     docstring).
 
@@ -181,14 +184,14 @@ def repair_history(provider: str, messages: Iterable[Any], *, echo_ids: bool = T
     changed (``RepairReport.actions``: typed ``RepairAction`` records). The input is not modified. A history of
     messages (``list[Message]``) is repaired into one; anything else in the list is kept where it is.
 
-    Chat: one ``tool`` message per ``tool_calls`` id right after its assistant message. Anthropic: the user
-    message after an assistant message with ``tool_use`` blocks starts with all its ``tool_result`` blocks.
-    Gemini: the content after a model content with ``functionCall`` parts has one ``functionResponse`` per
-    call (``id`` exactly when the call had one and ``echo_ids``; ``response`` an object), and in the current
-    turn a model content whose calls carry no ``thoughtSignature`` gets the documented
-    ``skip_thought_signature_validator`` on its first call (Gemini 3 refuses it otherwise). Responses: every
-    call item has one output item after its turn, and reasoning items stay right before the item they precede.
-    Interactions (a list of steps): every ``function_call`` has one ``function_result``. Missing results are
+    Chat: one tool message per call id right after its assistant message. Anthropic: the user message after an
+    assistant message with call blocks starts with all its result blocks. Gemini: the content after a model
+    content with function call parts has one function response per call (with the call's id exactly when the
+    call had one and ``echo_ids``; its response an object), and in the current turn a model content whose calls
+    carry no thought signature gets the documented ``skip_thought_signature_validator`` on its first call
+    (Gemini 3 refuses it otherwise). Responses: every call item has one output item after its turn, and reasoning
+    items stay right before the item they precede. Interactions (a list of steps): every call step has one result
+    step. (Each dialect's ``Results.repair``, described in its module, applies its rules.) Missing results are
     inserted as errors ("no result was recorded for this call"), duplicates and orphans dropped, misplaced ones
     moved, malformed arguments replaced by the accepted form, a call repeating another call's id in its turn
     renamed, text UTF-8 cannot encode made encodable.
@@ -252,8 +255,11 @@ def remap_call_ids(provider: str, messages: Iterable[Any], *, rule: str = "mistr
     import copy
     import re
 
-    if provider not in ("openai-chat", "anthropic"):
-        raise UsageError(f"remap_call_ids supports openai-chat and anthropic, not {provider!r}")
+    part = next((d.results for d in dialects() if d.id == provider), None)
+    if part is None or not part.renames_ids:
+        able = [d.id for d in dialects() if d.results.renames_ids]
+        listed = " and ".join(able) if len(able) <= 2 else ", ".join(able[:-1]) + " and " + able[-1]
+        raise UsageError(f"remap_call_ids supports {listed}, not {provider!r}")
     try:
         pattern, length = CALL_ID_RULES[rule]
     except KeyError:
@@ -280,22 +286,5 @@ def remap_call_ids(provider: str, messages: Iterable[Any], *, rule: str = "mistr
         used.add(mapping[old])
         return mapping[old]
 
-    for msg in out:
-        if not isinstance(msg, dict):
-            continue
-        if provider == "openai-chat":
-            for tc in msg.get("tool_calls") or ():
-                if isinstance(tc, dict) and "id" in tc:
-                    tc["id"] = new_id(tc["id"])
-            if msg.get("role") == "tool" and "tool_call_id" in msg:
-                msg["tool_call_id"] = new_id(msg["tool_call_id"])
-        else:
-            content = msg.get("content")
-            for block in content if isinstance(content, list) else ():
-                if not isinstance(block, dict):
-                    continue
-                if block.get("type") == "tool_use" and "id" in block:
-                    block["id"] = new_id(block["id"])
-                elif block.get("type") == "tool_result" and "tool_use_id" in block:
-                    block["tool_use_id"] = new_id(block["tool_use_id"])
+    part.rename_ids(out, new_id)
     return out, {k: v for k, v in mapping.items() if k != v}

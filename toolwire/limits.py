@@ -26,7 +26,7 @@ __all__ = ["DEFAULT_MAX_DEPTH", "DEFAULT_MAX_ARGUMENT_CHARS", "DEFAULT_MAX_CALLS
 DEFAULT_MAX_DEPTH = 100
 DEFAULT_MAX_ARGUMENT_CHARS = 16 * 1024 * 1024
 DEFAULT_MAX_CALLS = 10_000
-#: levels a provider's envelope adds around the arguments (Gemini: candidates/content/parts/functionCall/args)
+#: levels a provider's envelope adds around the arguments (Gemini: candidates, content, parts, the call, its args)
 ENVELOPE_DEPTH = 16
 
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from .codecs import codec_for
+from .codecs import codec_for, dialect_for
+from .codecs.base import Framing
 from .errors import FramingError, UsageError
 from .framing import (
     DEFAULT_MAX_MESSAGE_BYTES,
@@ -29,7 +30,9 @@ class StreamParser:
 
     ``format`` is ``"sse"`` (the default: a streamed response), ``"jsonl"`` (one provider event per line),
     ``"json"`` (a whole non-streaming body) or ``"auto"`` (decided from the first bytes: ``{`` or ``[`` start a
-    sequence of JSON values, anything else is SSE).
+    sequence of JSON values, anything else is SSE). A dialect whose streamed responses have a framing of their own
+    (``Codec.framing``, a binary one) also takes that framing's name, and ``auto`` recognises it when the framing
+    can tell from the first bytes.
 
     ``feed(chunk)`` returns the events the chunk completed; ``close()`` applies the end-of-stream rules and
     returns the last events, ending with ``TurnFinished``; ``turn`` is the Turn (final after ``close()``).
@@ -51,7 +54,7 @@ class StreamParser:
                  max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, keep_calls: bool = True,
                  max_depth: int = DEFAULT_MAX_DEPTH, max_argument_chars: int = DEFAULT_MAX_ARGUMENT_CHARS,
                  max_calls: int = DEFAULT_MAX_CALLS) -> None:
-        if format not in FORMATS:
+        if format not in FORMATS and format != _own_framing_name(provider):
             raise UsageError(f"unknown format {format!r}; expected one of: {', '.join(FORMATS)}")
         for name, value, least in (("max_message_bytes", max_message_bytes, 1), ("max_depth", max_depth, 1),
                                    ("max_argument_chars", max_argument_chars, 1), ("max_calls", max_calls, 1)):
@@ -60,6 +63,11 @@ class StreamParser:
         self.provider = provider
         self.format = format
         self._codec = codec_for(provider)
+        framing = self._codec.framing
+        #: the dialect's own framing, when it is not SSE (None: SSE, as for every text dialect)
+        self._framing: Framing | None = None if framing.name == "sse" else framing
+        self._events = True  # the framer's items carry an event name and data (SSE), or are the payloads
+        self._raw: list[bytes] = []  # ``auto``: the first bytes, while the dialect's framing cannot tell yet
         asm = self._codec.asm
         asm.keep_calls = keep_calls
         asm.max_depth, asm.max_argument_chars, asm.max_calls = max_depth, max_argument_chars, max_calls
@@ -71,12 +79,17 @@ class StreamParser:
         self._turn: Turn | None = None
 
     def _make_framer(self, fmt: str) -> Any:
+        self._events = fmt == "sse"
         if fmt == "sse":
             return SSEDecoder(self._max)
         if fmt == "jsonl":
             return JSONLinesDecoder(self._max)
         if fmt == "json":
             return JSONBodyDecoder(self._max)
+        own = self._framing
+        if own is not None and fmt == own.name:
+            self._events = own.events
+            return own.make(self._max)
         return JSONValuesDecoder(self._max)
 
     @property
@@ -84,8 +97,26 @@ class StreamParser:
         """The format in use (for ``auto``: None until the first significant byte arrived)."""
         if self._framer is None:
             return None
-        return {SSEDecoder: "sse", JSONLinesDecoder: "jsonl", JSONBodyDecoder: "json",
-                JSONValuesDecoder: "json-values"}[type(self._framer)]
+        known = {SSEDecoder: "sse", JSONLinesDecoder: "jsonl", JSONBodyDecoder: "json",
+                 JSONValuesDecoder: "json-values"}.get(type(self._framer))
+        return known if known is not None or self._framing is None else self._framing.name
+
+    def _own_framing(self, chunk: bytes) -> bytes | None:
+        """``auto`` with a dialect whose framing can recognise itself: the bytes to go on with once it can tell
+        (the dialect's framer is then in place when it is that framing), None while it cannot tell yet."""
+        own = self._framing
+        assert own is not None and own.sniff is not None
+        self._raw.append(chunk)
+        head = b"".join(self._raw) if len(self._raw) > 1 else chunk
+        verdict = own.sniff(head)
+        if verdict is None and len(head) <= self._max:
+            return None
+        self._raw = []
+        if verdict:
+            self._framer = self._make_framer(own.name)
+        else:
+            self._framing = None  # not its framing: decided as for every dialect
+        return head
 
     def feed(self, chunk: bytes | bytearray | memoryview | str) -> list[Event]:
         """Feed the next piece of the response; return the events it completed."""
@@ -96,6 +127,11 @@ class StreamParser:
         elif not isinstance(chunk, bytes):
             chunk = bytes(chunk)
         framer = self._framer
+        if framer is None and self._framing is not None and self._framing.sniff is not None:
+            whole = self._own_framing(chunk)
+            if whole is None:
+                return []
+            chunk, framer = whole, self._framer
         if framer is None:
             # only the new chunk is looked at: white space already seen is kept in pieces, never re-scanned
             head = chunk.lstrip(b"\xef\xbb\xbf \t\r\n")
@@ -119,7 +155,7 @@ class StreamParser:
             if type(framer) is JSONValuesDecoder and framer.array_end is not None:
                 self._feed_values(framer, payloads)
             else:
-                codec.feed_payloads(payloads, type(framer) is SSEDecoder)
+                codec.feed_payloads(payloads, self._events)
         return codec.asm.take_events()
 
     def _feed_values(self, framer: JSONValuesDecoder, payloads: list[bytes]) -> None:
@@ -146,15 +182,24 @@ class StreamParser:
             return []
         framer = self._framer
         codec = self._codec
+        early: list[Event] = []
+        if framer is None and self._raw:  # ``auto`` ended before the dialect's framing could tell
+            self._raw, head = [], b"".join(self._raw)
+            self._framing = None
+            early = self.feed(head)
+            framer = self._framer
         if framer is not None:
             pending = getattr(framer, "has_pending", False)
-            payloads = framer.close()
+            try:
+                payloads = framer.close()
+            except FramingError as exc:  # a binary framing cut inside a message
+                self._fail_framing(exc)
             codec.asm.closing = type(framer) is not JSONBodyDecoder
-            codec.feed_payloads(payloads, type(framer) is SSEDecoder)
+            codec.feed_payloads(payloads, self._events)
             if type(framer) is not SSEDecoder:
                 if type(framer) is JSONValuesDecoder and pending and not codec.asm.failed:
                     codec.asm.protocol_error("the input ended inside a JSON value")
-        return self._finish()
+        return early + self._finish()
 
     def _finish(self) -> list[Event]:
         from .types import TurnFinished
@@ -222,3 +267,12 @@ def parse(provider: str, data: bytes | str | Iterable[bytes], *, format: str = "
             parser.feed(chunk)
     parser.close()
     return parser.turn
+
+
+def _own_framing_name(provider: str) -> str | None:
+    """The name of ``provider``'s own streamed framing, or None (an unknown provider, or SSE)."""
+    try:
+        name = dialect_for(provider).codec.framing.name
+    except UsageError:
+        return None
+    return None if name == "sse" else name

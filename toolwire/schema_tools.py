@@ -18,8 +18,11 @@ A tool's input schema is JSON Schema (Draft 2020-12). Two providers want somethi
   the set of accepted values (a dropped constraint), except where a missing ``type`` had to be assumed; no
   loss is ever silent.
 
-* Google documents that its JSON-Schema endpoints (Gemini ``parametersJsonSchema``, Interactions
-  ``parameters``) ignore some keywords: ``ignored_keywords`` reports them.
+* Google documents that its JSON-Schema fields (Gemini's and Interactions' JSON Schema parameters) ignore some
+  keywords: ``ignored_keywords`` reports them.
+
+Which transform a dialect applies, and where the result goes in its declaration, is its declarations part's
+business (``toolwire.codecs.declare``); the transforms here know schemas, not requests.
 
 Paths in ``Loss`` and in errors are ``$``-rooted paths into the *original* schema (``$.properties.tags.items``).
 """
@@ -586,7 +589,7 @@ class _GeminiCtx:
         path = _path(parts)
         who = f"tool {self.tool!r}: " if self.tool else ""
         return SchemaConversionError(f"{who}Gemini's OpenAPI subset cannot express {why} at {path}; declare it "
-                                     "with schema_mode='json_schema' (parametersJsonSchema)", tool=self.tool,
+                                     "with schema_mode='json_schema' (a JSON Schema)", tool=self.tool,
                                      dialect=self.dialect, path=path, keyword=keyword)
 
 
@@ -918,7 +921,7 @@ def gemini_schema(schema: Mapping[str, Any], *, tool: str | None = None, dialect
 
 #: "Supports a subset of JSON Schema. minLength, maxLength, minProperties, maxProperties, uniqueItems, contains,
 #: minContains, and maxContains are ignored and not enforced." (google-genai, Interactions ``Function.parameters``;
-#: assumed for generateContent's ``parametersJsonSchema``, where it is not documented)
+#: assumed for generateContent's JSON Schema parameters, where it is not documented)
 GOOGLE_IGNORED_KEYWORDS = ("minLength", "maxLength", "minProperties", "maxProperties", "uniqueItems", "contains",
                            "minContains", "maxContains")
 

@@ -219,8 +219,8 @@ class Turn(msgspec.Struct, kw_only=True, weakref=True):
     streaming mode (``keep_calls=False``). ``history_messages`` turns it into the list of messages to append
     for every dialect. ``finished_cleanly`` is True only when the turn ended with a clean finish
     reason and no error; a turn that did not finish cleanly is never dispatched by default. ``usage`` is the
-    provider's usage object as it arrived (the last one, or for Anthropic the ``message_start`` usage updated by
-    ``message_delta``'s); ``token_usage`` is the same as a ``TokenUsage``, or None when the provider reported
+    provider's usage object as it arrived (the last one, or for Anthropic the usage of the message's start updated
+    by its final delta's); ``token_usage`` is the same as a ``TokenUsage``, or None when the provider reported
     none.
     """
 

@@ -18,10 +18,15 @@ from typing import Any, Union
 import msgspec
 
 from .. import _log
-from ..types import CallKind, CallState, FinishReason, ProblemCode, StreamError, TokenUsage
+from ..types import CallKind, FinishReason, ProblemCode, StreamError, TokenUsage
 from .base import Codec, count
+from .capabilities import Capabilities, Limit
+from .declare import anthropic as _declarations
+from .dialect import Dialect
+from .http import anthropic as _http
+from .results import anthropic as _results
 
-__all__ = ["AnthropicCodec"]
+__all__ = ["AnthropicCodec", "DIALECT", "CAPABILITIES"]
 
 _CLIENT_TOOL_BLOCKS = frozenset({"tool_use"})
 _SERVER_TOOL_BLOCKS = frozenset({"server_tool_use", "mcp_tool_use"})
@@ -152,8 +157,6 @@ _ANY = msgspec.json.Decoder()
 _KNOWN = frozenset({"message_start", "content_block_start", "content_block_delta", "content_block_stop",
                     "message_delta", "message_stop", "ping", "error", "message"})
 
-_ACC = CallState.ACCUMULATING
-
 
 class _BlockState:
     __slots__ = ("raw", "type", "rec", "parts", "signature", "stopped")
@@ -193,6 +196,7 @@ class _Indexes:
 
 class AnthropicCodec(Codec):
     provider = "anthropic"
+    length_cuts_last_item = True  # max_tokens right after a tool_use block's stop still cut that call
 
     @staticmethod
     def read_usage(raw: Mapping[str, Any]) -> TokenUsage | None:
@@ -212,11 +216,8 @@ class AnthropicCodec(Codec):
         self._ids: set[str] = set()  # ids of the tool blocks so far: a repeated one is a replay
         self._message_id: str | None = None
         self._started = False
-        self._stopped = False
         self._stop_reason: str | None = None
         self._stop_details: Any = None
-        self._last_index: int | None = None
-        self._last_block: _BlockState | None = None
 
     # ---- payloads -------------------------------------------------------------------------------------
     def on_payload(self, event: str | None, data: bytes) -> None:
@@ -227,26 +228,21 @@ class AnthropicCodec(Codec):
             self._unusual(data, exc)
             return
         except msgspec.DecodeError as exc:
-            self.bad_payload(exc, data)
+            self.unrecognised(exc, data)
             return
         cls = type(ev)
         if cls is _BlockDelta:
             blk = self._blocks.get(ev.index)
             d = ev.delta
             if blk is None or blk.stopped:
-                asm.understood += 1
                 self._late_delta(ev.index, blk, d)
                 return
-            asm.understood += 1
             if type(d) is _InputJsonDelta:
                 rec = blk.rec
                 if rec is None:
                     asm.protocol_error(f"input_json_delta for {blk.type} block {ev.index}")
-                elif rec.state is _ACC:
-                    if d.partial_json:
-                        rec.frags.append(d.partial_json)
                 elif d.partial_json:
-                    asm.append_or_fail(rec, d.partial_json)
+                    rec.fragments.append(d.partial_json)
             elif type(d) is _TextDelta:
                 blk.parts.append(d.text)
                 asm.add_text(d.text)
@@ -257,7 +253,6 @@ class AnthropicCodec(Codec):
             else:  # citations
                 blk.raw.setdefault("citations", []).append(d.citation)
             return
-        asm.understood += 1
         if cls is _BlockStart:
             self._block_start(ev.index, ev.content_block)
         elif cls is _BlockStop:
@@ -296,15 +291,14 @@ class AnthropicCodec(Codec):
         try:
             env = _ENVELOPE.decode(data)
         except (msgspec.DecodeError, msgspec.ValidationError):
-            self.bad_payload(exc, data)
+            self.unrecognised(exc, data)
             return
         if env.type == "content_block_delta":
             try:
                 ev = _DELTA_ANY.decode(data)
             except (msgspec.DecodeError, msgspec.ValidationError):
-                self.bad_payload(exc, data)
+                self.unrecognised(exc, data)
                 return
-            asm.understood += 1
             blk = self._blocks.get(ev.index)
             if blk is None or blk.stopped:  # after the block's stop, whatever its type (as in streaming mode)
                 self._late_delta(ev.index, blk, None)
@@ -314,11 +308,10 @@ class AnthropicCodec(Codec):
             blk.raw.setdefault("_unknown_deltas", []).append(ev.delta)
             return
         if isinstance(env.type, str) and env.type not in _KNOWN:
-            asm.understood += 1
             _log.emit(_log.DEBUG, "payload.skipped", provider=self.provider, reason="unknown event type",
                       type=env.type, position=asm.position)
             return
-        self.bad_payload(exc, data)
+        self.unrecognised(exc, data)
 
     def _late_delta(self, index: int, blk: _BlockState | None, delta: Any) -> None:
         asm = self.asm
@@ -330,7 +323,7 @@ class AnthropicCodec(Codec):
             return
         rec = blk.rec
         if rec is not None and type(delta) is _InputJsonDelta and delta.partial_json:
-            asm.append_or_fail(rec, delta.partial_json)  # fails the call and records the protocol error
+            rec.fragments.append(delta.partial_json)  # fails the call and records the protocol error
         else:
             asm.protocol_error(f"content_block_delta for block {index} after its content_block_stop")
 
@@ -404,12 +397,11 @@ class AnthropicCodec(Codec):
             if block.caller is not None:
                 meta["caller"] = block.caller
             server = t in _SERVER_TOOL_BLOCKS
+            # the whole input given at the start (server tools, bodies); {} is a placeholder for the deltas
+            text = bytes(block.input).decode() if block.input else None
             rec = asm.open_call(call_id=block.id, name=block.name, kind=CallKind.FUNCTION,
-                                server=server, server_type=t if server else None, meta=meta)
-            if block.input:
-                text = bytes(block.input).decode()
-                if text.strip() not in ("{}", "", "null"):
-                    rec.initial = text  # whole input given at the start (server tools, bodies)
+                                server=server, server_type=t if server else None, meta=meta,
+                                initial=None if text is None or text.strip() == "null" else text)
         elif t in ("text", "thinking"):
             text = raw_dict.get(t, "")
             if not isinstance(text, str):
@@ -420,7 +412,7 @@ class AnthropicCodec(Codec):
                 asm.add_text(text)
         self._blocks[index] = _BlockState(raw_dict, t, rec)
         self._started_indexes.add(index)
-        self._last_index = index if self._last_index is None or index > self._last_index else self._last_index
+        asm.item(index, rec)  # the block of the highest index is the one a token limit cut
 
     def _block_stop(self, index: int) -> None:
         asm = self.asm
@@ -434,16 +426,12 @@ class AnthropicCodec(Codec):
         blk.stopped = True
         asm.terminate(blk.rec)  # deltas replace the placeholder input, as the SDK does
         if not asm.keep_calls:
-            # streaming mode: nothing is kept for replay; only the block with the highest index is remembered
-            # (a max_tokens finish truncates it), so memory stays bounded by the blocks still open
-            if index == self._last_index:
-                self._last_block = blk
+            # streaming mode: nothing is kept for replay (the assembler remembers the last block's call, which a
+            # max_tokens finish truncates), so memory stays bounded by the blocks still open
             del self._blocks[index]
 
     def _message_stop(self) -> None:
         asm = self.asm
-        self._stopped = True
-        asm.finished = True
         asm.stream_ended("message_stop")
         raw = self._stop_reason
         reason = _STOP.get(raw, FinishReason.OTHER) if raw is not None else None
@@ -451,15 +439,9 @@ class AnthropicCodec(Codec):
             asm.stream_error(StreamError(type="protocol_error", message="message_stop without a stop_reason"),
                              ProblemCode.STREAM_CUT)
             return
-        if reason is FinishReason.LENGTH and self._last_index is not None:
-            # the block the limit cut is truncated even when it was closed
-            last = self._blocks.get(self._last_index, self._last_block)
-            if last is not None and last.rec is not None and last.rec.state is CallState.COMPLETE:
-                asm.truncate(last.rec, ProblemCode.CUT_BY_LENGTH,
-                             f"the turn hit its token limit ({raw}) in this call")
-        asm.finish_choice(0, reason, raw)  # a length or refusal finish truncates the open calls
-        # a call still open at a clean message_stop never got its content_block_stop
-        asm.fail_unterminated("message_stop")
+        # a length finish truncates the last block's call even when it closed, a refusal the open calls; a call
+        # still open at a clean message_stop never got its content_block_stop
+        asm.end_choice(0, reason, raw, "message_stop")
 
     def ignorable_after_end(self, event: str | None, data: bytes) -> bool:
         """A ``ping`` is a keep-alive: it says nothing about the message."""
@@ -467,12 +449,6 @@ class AnthropicCodec(Codec):
             return _ENVELOPE.decode(data).type == "ping"
         except (msgspec.DecodeError, msgspec.ValidationError):
             return False
-
-    def on_close(self) -> None:
-        asm = self.asm
-        if self._started and not self._stopped and not asm.failed:
-            asm.finished = False
-        asm.end_of_stream()
 
     def assistant_message(self) -> Any:
         """``{"role": "assistant", "content": [blocks]}``, every block as received (thinking, signatures,
@@ -500,3 +476,27 @@ class AnthropicCodec(Codec):
                     block["input"] = {}  # unparsable input is replaced when the history is repaired
             content.append(block)
         return {"role": "assistant", "content": content}
+
+
+# ---- the dialect record ---------------------------------------------------------------------------------------------
+CAPABILITIES = Capabilities(
+    dialect="anthropic", endpoint="POST /v1/messages",
+    name_pattern=r"[a-zA-Z0-9_-]{1,128}", name_max=128, name_source="Anthropic API error text",
+    max_tools=Limit(None, "not documented for Messages", documented=False),
+    schema_depth=Limit(None, "not documented", documented=False),
+    max_request_bytes=Limit(32 * 1024 * 1024, "Anthropic API: 413 request_too_large"),
+    tool_kinds_source="Anthropic Messages: every client tool takes a JSON Schema input",
+    schema_root="plain_object",
+    schema_root_source="Anthropic API errors: input_schema.type Field required / Input should be 'object'; "
+                       "input_schema does not support oneOf, allOf, or anyOf at the top level",
+    ids_echoed="tool_result.tool_use_id = tool_use.id; all results first in one user message",
+    signatures="thinking.signature and redacted_thinking.data, replayed verbatim before tool_use",
+    tool_turn_finish=("tool_use", "end_turn", "stop_sequence", "pause_turn"),
+    transient_statuses=(408, 409, 429, 500, 502, 503, 504, 529),
+    permanent_statuses=(400, 401, 402, 403, 404, 413, 422),
+    transient_error_types=("overloaded_error", "rate_limit_error", "api_error", "timeout_error"),
+    delay_hints=("retry-after-ms", "retry-after"),
+)
+
+DIALECT = Dialect(id="anthropic", codec=AnthropicCodec, declarations=_declarations.PART, results=_results.PART,
+                  capabilities=CAPABILITIES, http=_http.PART, sim="toolwire.sim._anthropic:Anthropic", order=20)

@@ -12,11 +12,12 @@ from typing import Any, ClassVar
 import msgspec
 
 from .. import _log
+from ..framing import SSEDecoder
 from ..limits import ENVELOPE_DEPTH, json_depth_exceeds
 from ..statemachine.assembler import Assembler
 from ..types import ProblemCode, StreamError, TokenUsage
 
-__all__ = ["Codec", "decode_error_message", "add", "count", "details", "usage_from"]
+__all__ = ["Codec", "Framing", "SSE", "decode_error_message", "add", "count", "details", "usage_from"]
 
 
 #: the largest count kept: OpenTelemetry attributes are 64-bit integers
@@ -67,28 +68,126 @@ def decode_error_message(exc: Exception) -> str:
     return str(exc)
 
 
+class Framing(msgspec.Struct, frozen=True, kw_only=True):
+    """How a dialect's streamed response body is cut into messages (``Codec.framing``).
+
+    ``name`` is the parser's format for it: ``StreamParser(provider, format=name)``, which the harness transport
+    asks for on every streamed response (``"sse"``, or a name of the dialect's own for a binary framing).
+    ``make(max_message_bytes)`` returns a new framer with the shape of those in ``toolwire.framing``:
+    ``feed(chunk) -> list`` and ``close() -> list``, never holding more than ``max_message_bytes`` of one
+    message (``FramingError``), and optionally ``has_pending``. With ``events``, its items carry ``.event`` (a
+    name or None) and ``.data`` (the payload bytes), as ``SSEMessage`` does; without, they are the payload
+    bytes. ``sniff(head)`` lets ``format="auto"`` recognise a binary framing from an input's first bytes: True
+    (it is this framing), False (it is not), None (too few bytes to tell yet); without it, ``auto`` never
+    picks this framing."""
+
+    name: str
+    make: Callable[[int], Any]
+    events: bool = True
+    sniff: Callable[[bytes], bool | None] | None = None
+
+
+#: Server-Sent Events (``toolwire.framing.SSEDecoder``): the framing of every streamed dialect but a binary one
+SSE = Framing(name="sse", make=SSEDecoder)
+
+
 class Codec:
-    """Base class of a dialect codec. Subclasses set ``provider`` and implement ``on_payload``."""
+    """Base class of a dialect codec, and the contract a codec meets.
+
+    A codec reads one dialect's payloads (``on_payload``) and says what they mean through canonical operations on
+    its ``Assembler`` (``self.asm``), which knows no field name. The rules every dialect shares are applied here
+    and in the assembler; a codec reaches each through one hook:
+
+    1. **Payloads.** ``feed_payloads`` numbers each payload (``asm.position``), refuses one nested deeper than the
+       limits allow, skips everything once the stream failed, hands a payload after the stream's terminator to
+       ``after_end`` (a protocol error unless ``ignorable_after_end``), turns an exception a payload provokes into
+       a protocol error (``payload_failed``), and counts the payloads ``on_payload`` handles as understood. A
+       payload that is not the dialect's calls ``unrecognised(exc, data)`` (it does not decode or has no shape
+       the dialect knows: a protocol error) or ``skip(reason)`` (a shape that says nothing, such as a chunk
+       without choices): neither counts. An input in which nothing was understood ends in ``no_payload``.
+    2. **Calls.** ``asm.open_call(..., initial=)`` announces a call; arguments its start carries are its value
+       unless they are a placeholder (``{}`` or nothing), and fragments that follow replace them. Every non-empty
+       argument fragment goes to ``rec.fragments.append(text)``, the fast path (the fragment list itself while the
+       call accumulates; otherwise a guard whose ``append`` takes the checked path, which starts accumulating on
+       the first fragment and fails a call that already ended). A call is complete only on the
+       dialect's terminator: ``asm.complete(rec, final=)`` (``final``: a whole value the provider sends at the
+       end, checked against the fragments) or ``asm.terminate(rec)`` for an indexed block or step (a call
+       still without a name fails). Server-side calls are opened with ``server=True``.
+    3. **The end of a choice.** On the dialect's end-of-turn event, ``asm.end_choice(choice, reason, raw, where)``
+       with the canonical ``FinishReason`` and the provider's word: a token limit, a filter or an error truncates
+       the calls still open; with ``finish_terminates_calls`` (the dialect's finish is its calls' terminator) a
+       clean finish completes them; otherwise a clean end that leaves a call open is a protocol error on the
+       turn; with ``length_cuts_last_item`` a token limit also truncates the call of the choice's last item
+       (``asm.item(index, rec)`` reports each item) even when it had closed, since the limit cut right after it.
+       ``asm.stream_ended(name)`` records the stream's terminator.
+    4. **The end of the turn.** At close (``on_close``) the turn is finished when ``ended()`` says the dialect's
+       end-of-turn event arrived (default: every choice that appeared ended), after ``at_close()`` applied any
+       rule of the dialect's own; the assembler then truncates what is still open and records ``stream_cut`` for
+       a turn that never finished.
+    5. **Errors.** An error the provider reports is ``asm.stream_error(StreamError(...))``; a payload that
+       contradicts the stream is ``asm.protocol_error(message, data)``. Nothing a provider sends raises.
+    6. **Replay and usage.** ``assistant_message`` (and ``choice_messages`` for several choices) give the
+       provider-native message the history replays, verbatim; ``read_usage`` reads the usage object into a
+       ``TokenUsage``.
+
+    The class attributes say the rest: ``provider`` (the dialect id), ``framing`` (how a streamed body is framed),
+    ``recover_resends`` (recognise servers that resend arguments instead of appending), and the two end rules.
+    """
 
     provider: ClassVar[str]
-    #: framing used by ``format="sse"`` streams of this dialect; whole bodies use "json"
+    #: how a streamed response body of this dialect is framed; whole bodies are JSON
+    framing: ClassVar[Framing] = SSE
+    #: the name of ``framing`` (the parser format of a streamed response)
     stream_format: ClassVar[str] = "sse"
     #: recover arguments from servers that resend instead of appending (OpenAI-compatible servers)
     recover_resends: ClassVar[bool] = False
+    #: the end of a choice is the terminator of its calls (a clean finish completes the calls still open)
+    finish_terminates_calls: ClassVar[bool] = False
+    #: a token limit also cuts the call of a choice's last item when that call had already closed
+    length_cuts_last_item: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.stream_format = cls.framing.name
 
     def __init__(self) -> None:
-        self.asm = Assembler(self.provider, recover_resends=self.recover_resends)
+        self.asm = Assembler(self.provider, recover_resends=self.recover_resends,
+                             finish_terminates_calls=self.finish_terminates_calls,
+                             length_cuts_last_item=self.length_cuts_last_item)
+        self._unrecognised_at = 0  # the position of the last payload that did not count
 
     def on_payload(self, event: str | None, data: bytes) -> None:
         """Handle one payload (an SSE message's data, a JSON line, or a whole body).
 
-        Called by ``feed_payloads``, which counts payloads and stops calling once the stream failed."""
+        Called by ``feed_payloads`` (see the class docstring)."""
         raise NotImplementedError
+
+    def unrecognised(self, exc: Exception, data: bytes) -> None:
+        """The payload being handled is not the dialect's (it does not decode, or has no shape the dialect
+        knows): a protocol error (``bad_payload``), and it does not count as understood."""
+        self.not_understood()
+        self.bad_payload(exc, data)
+
+    def skip(self, reason: str, **fields: Any) -> None:
+        """The payload being handled says nothing the dialect knows: logged (debug), not counted as understood."""
+        self.not_understood()
+        if _log.enabled(_log.DEBUG):
+            _log.emit(_log.DEBUG, "payload.skipped", provider=self.provider, reason=reason,
+                      position=self.asm.position, **fields)
+
+    def not_understood(self) -> None:
+        """The payload being handled does not count as understood (``unrecognised`` and ``skip`` call it)."""
+        asm = self.asm
+        if self._unrecognised_at != asm.position:  # once per payload
+            self._unrecognised_at = asm.position
+            asm.understood -= 1
 
     def feed_payloads(self, payloads: list[Any], sse: bool) -> None:
         """Hand framed payloads to ``on_payload`` in order: ``asm.position`` numbers them (traces cite it),
-        nothing more is handled once the stream is in its terminal error state, and a payload after the
-        stream's terminator goes to ``after_end`` instead."""
+        nothing more is handled once the stream is in its terminal error state, a payload after the stream's
+        terminator goes to ``after_end`` instead, and the ones ``on_payload`` handles count as understood
+        unless it says otherwise. ``sse``: the items carry ``.event`` and ``.data`` (else they are the payload
+        bytes)."""
         asm = self.asm
         on_payload = self.on_payload
         deepest = asm.max_depth + ENVELOPE_DEPTH
@@ -105,6 +204,7 @@ class Codec:
                 if asm.ended_by is not None:
                     self.after_end(event, data)
                 else:
+                    asm.understood += 1
                     on_payload(event, data)
             except Exception as exc:  # noqa: BLE001 - whatever a payload does, it is the provider's mistake
                 self.payload_failed(exc, data)
@@ -134,8 +234,21 @@ class Codec:
         return False
 
     def on_close(self) -> None:
-        """The byte stream ended: apply the dialect's end rules, then the assembler's."""
-        self.asm.end_of_stream()
+        """The byte stream ended: the dialect's own end rules (``at_close``), whether the turn finished
+        (``ended``), then the assembler's end-of-stream rules."""
+        asm = self.asm
+        self.at_close()
+        if not asm.failed:
+            asm.finished = self.ended()
+        asm.end_of_stream()
+
+    def at_close(self) -> None:
+        """End rules of the dialect's own, applied when the byte stream ended (none by default)."""
+
+    def ended(self) -> bool:
+        """True when the dialect's end-of-turn event arrived: by default, when every choice that appeared got
+        its finish (``asm.end_choice``)."""
+        return self.asm.choices_ended()
 
     def assistant_message(self) -> Any:
         """The provider-native assistant message that replays this turn in the history."""
@@ -158,6 +271,8 @@ class Codec:
 
     # helpers shared by codecs
     def bad_payload(self, exc: Exception, data: bytes) -> None:
+        """A payload (or a part of one) that does not decode: a protocol error, or a cut when it is the last
+        payload, taken from a line the stream ended inside."""
         asm = self.asm
         if asm.closing:
             # the last payload, taken from a line the stream ended inside: a cut, not garbage

@@ -41,8 +41,13 @@ from msgspec import UNSET, UnsetType
 from .. import _log
 from ..types import CallState, FinishReason, ProblemCode, StreamError, TokenUsage
 from .base import Codec, count
+from .capabilities import Capabilities, Limit, PERMANENT_STATUSES
+from .declare import gemini as _declarations
+from .dialect import Dialect
+from .http import gemini as _http
+from .results import gemini as _results
 
-__all__ = ["GeminiCodec", "parse_json_path", "JSONPathError"]
+__all__ = ["GeminiCodec", "DIALECT", "CAPABILITIES", "parse_json_path", "JSONPathError"]
 
 
 # ---- wire Structs ---------------------------------------------------------------------------------------
@@ -391,34 +396,35 @@ class GeminiCodec(Codec):
         try:
             value = _PAYLOAD.decode(data)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            self.bad_payload(exc, data)
+            self.unrecognised(exc, data)
             return
         if type(value) is list:  # a whole streamed array handed over as one body
             if not value:
-                _log.emit(_log.DEBUG, "payload.skipped", provider=self.provider, reason="empty array",
-                          position=asm.position)
+                self.skip("empty array")
                 return
+            understood = False
             for resp in value:
                 if asm.failed:
-                    return
-                self._response(resp)
-        else:
-            self._response(value)
+                    break
+                understood = self._response(resp) or understood
+            if not understood:
+                self.not_understood()  # no response of the array had a field Gemini sends
+        elif not self._response(value):
+            self.not_understood()
 
-    def _response(self, resp: _Response) -> None:
+    def _response(self, resp: _Response) -> bool:
+        """One response; False when it has no field Gemini sends (it is skipped)."""
         asm = self.asm
         if resp.error is not None:
-            asm.understood += 1
             asm.stream_error(_error_from(resp.error))
-            return
+            return True
         cands = resp.candidates
         if cands is None and resp.prompt_feedback is None and resp.usage_metadata is None \
                 and resp.response_id is None and resp.model_version is None:
             if _log.enabled(_log.DEBUG):
                 _log.emit(_log.DEBUG, "payload.skipped", provider=self.provider, reason="no known field",
                           position=asm.position)
-            return
-        asm.understood += 1
+            return False
         if resp.response_id and asm.response_id is None:
             asm.response_id = resp.response_id
         if resp.model_version and asm.model is None:
@@ -429,12 +435,13 @@ class GeminiCodec(Codec):
             for pos, cand in enumerate(cands):
                 self._candidate(cand, pos)
                 if asm.failed:
-                    return
+                    return True
         elif resp.prompt_feedback is not None and enum_name(resp.prompt_feedback.block_reason, _BLOCK_NUMBERS) \
                 and not self._cands:
             self._blocked = True
-            asm.finish_choice(0, FinishReason.CONTENT_FILTER,
-                              enum_name(resp.prompt_feedback.block_reason, _BLOCK_NUMBERS))
+            asm.end_choice(0, FinishReason.CONTENT_FILTER,
+                           enum_name(resp.prompt_feedback.block_reason, _BLOCK_NUMBERS), "the prompt's block reason")
+        return True
 
     def _candidate(self, cand: _Candidate, pos: int) -> None:
         index = cand.index if cand.index is not None else pos
@@ -593,7 +600,6 @@ class GeminiCodec(Codec):
     def _finish(self, st: _Cand, raw: str) -> None:
         if st.finished:
             return
-        asm = self.asm
         reason = finish_reason_of(raw)
         if reason is FinishReason.STOP:
             cur = st.open
@@ -602,19 +608,15 @@ class GeminiCodec(Codec):
                 self._end_streamed(st)
         st.open = None
         st.finished = True
-        asm.finish_choice(st.index, reason, raw)  # a finish other than STOP truncates a call still open
-        # after STOP, a streamed call whose last part announced more is still open: the candidate contradicts
-        # itself
-        asm.fail_unterminated(f"finishReason {raw} of candidate {st.index}", st.index)
+        # a finish other than STOP truncates a call still open; after STOP, a streamed call whose last part
+        # announced more is still open: the candidate contradicts itself
+        self.asm.end_choice(st.index, reason, raw, f"finishReason {raw} of candidate {st.index}")
 
-    def on_close(self) -> None:
-        asm = self.asm
-        if not asm.failed:
-            if self._cands:
-                asm.finished = all(st.finished for st in self._cands.values())
-            elif self._blocked:
-                asm.finished = True
-        asm.end_of_stream()
+    def ended(self) -> bool:
+        """Every candidate got its finishReason, or the prompt was blocked before any candidate."""
+        if self._cands:
+            return all(st.finished for st in self._cands.values())
+        return self._blocked
 
     def assistant_message(self) -> Any:
         """``{"role": "model", "parts": [...]}`` for candidate 0: every part verbatim and in order, a streamed
@@ -635,3 +637,28 @@ class GeminiCodec(Codec):
             for entry in st.entries:
                 parts.append(entry.replay() if type(entry) is _Streamed else _ANY.decode(entry))
         return {"role": "model", "parts": parts}
+
+
+# ---- the dialect record ---------------------------------------------------------------------------------------------
+CAPABILITIES = Capabilities(
+    dialect="gemini", endpoint="POST models/{m}:generateContent / :streamGenerateContent",
+    name_pattern=r"[A-Za-z_][A-Za-z0-9_.:-]{0,127}", name_max=128,
+    name_source="google-genai types.py (FunctionDeclaration)",
+    max_tools=Limit(512, "Gemini API: function_declarations (older Vertex: 64)"),
+    schema_depth=Limit(None, "not documented", documented=False),
+    max_request_bytes=Limit(None, "not documented", documented=False),
+    param_name_pattern=r"[A-Za-z_][A-Za-z0-9_]{0,63}",
+    param_name_source="google-genai types.py (FunctionDeclaration.parameters)",
+    param_name_applies="openapi",
+    tool_kinds_source="Gemini: functionDeclarations only",
+    ids_echoed="functionResponse.id = functionCall.id when the call had one; name always",
+    signatures="thoughtSignature on the exact part (only the first of parallel calls)",
+    tool_turn_finish=("STOP",),
+    transient_statuses=(408, 429, 500, 502, 503, 504),
+    permanent_statuses=PERMANENT_STATUSES,
+    transient_error_types=("RESOURCE_EXHAUSTED", "UNAVAILABLE", "INTERNAL", "DEADLINE_EXCEEDED"),
+    delay_hints=("body: error.details[RetryInfo].retryDelay",),
+)
+
+DIALECT = Dialect(id="gemini", codec=GeminiCodec, declarations=_declarations.PART, results=_results.PART,
+                  capabilities=CAPABILITIES, http=_http.PART, sim="toolwire.sim._gemini:Gemini", order=40)

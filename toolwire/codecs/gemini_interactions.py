@@ -34,8 +34,13 @@ import msgspec
 from .. import _log
 from ..types import CallState, FinishReason, ProblemCode, StreamError, TokenUsage
 from .base import Codec, add, count
+from .capabilities import Capabilities, Limit, PERMANENT_STATUSES
+from .declare import gemini_interactions as _declarations
+from .dialect import Dialect
+from .http import gemini_interactions as _http
+from .results import gemini_interactions as _results
 
-__all__ = ["GeminiInteractionsCodec"]
+__all__ = ["GeminiInteractionsCodec", "DIALECT", "CAPABILITIES"]
 
 _STATUS = {
     "requires_action": FinishReason.TOOL_CALLS,
@@ -176,7 +181,6 @@ _KNOWN = frozenset({"interaction.created", "interaction.start", "interaction.sta
 
 _KNOWN_DELTAS = frozenset({"arguments_delta", "text", "thought_signature", "function_call"})
 
-_ACC = CallState.ACCUMULATING
 _ANN = CallState.ANNOUNCED
 
 
@@ -249,7 +253,6 @@ class GeminiInteractionsCodec(Codec):
         asm = self.asm
         if data[:6] == b"[DONE]":
             self.done = True
-            asm.understood += 1
             asm.stream_ended("[DONE]")
             return
         try:
@@ -258,9 +261,8 @@ class GeminiInteractionsCodec(Codec):
             self._unusual(data, exc)
             return
         except msgspec.DecodeError as exc:
-            self.bad_payload(exc, data)
+            self.unrecognised(exc, data)
             return
-        asm.understood += 1
         cls = type(ev)
         if cls is _StepDelta or cls is _ContentDelta:
             st = self._steps.get(ev.index)
@@ -273,10 +275,7 @@ class GeminiInteractionsCodec(Codec):
                 if rec is None or rec.server:
                     asm.protocol_error(f"arguments_delta for {st.type} step {ev.index}")
                 elif d.arguments:
-                    if rec.state is _ACC:
-                        rec.frags.append(d.arguments)
-                    else:
-                        asm.append_or_fail(rec, d.arguments)
+                    rec.fragments.append(d.arguments)
             elif type(d) is _TextDelta:
                 st.text.append(d.text)
                 if d.text:
@@ -325,16 +324,15 @@ class GeminiInteractionsCodec(Codec):
         try:
             env = _ENVELOPE.decode(data)
         except (msgspec.DecodeError, msgspec.ValidationError):
-            self.bad_payload(exc, data)
+            self.unrecognised(exc, data)
             return
         et = env.event_type
         if et in ("step.delta", "content.delta"):
             try:
                 ev = _ANY_DELTA.decode(data)
             except (msgspec.DecodeError, msgspec.ValidationError):
-                self.bad_payload(exc, data)
+                self.unrecognised(exc, data)
                 return
-            asm.understood += 1
             st = self._steps.get(ev.index)
             if st is None or st.stopped:
                 self._late_delta(ev.index, st, None)
@@ -342,7 +340,6 @@ class GeminiInteractionsCodec(Codec):
             self._other_delta(st, ev.delta)
             return
         if isinstance(et, str) and et not in _KNOWN:
-            asm.understood += 1
             _log.emit(_log.DEBUG, "payload.skipped", provider=self.provider, reason="unknown event type",
                       type=et, position=asm.position)
             return
@@ -350,19 +347,18 @@ class GeminiInteractionsCodec(Codec):
             try:
                 body = _BODY.decode(data)
             except (msgspec.DecodeError, msgspec.ValidationError) as exc2:
-                self.bad_payload(exc2, data)
+                self.unrecognised(exc2, data)
                 return
-            asm.understood += 1
             self._whole_interaction(body)
             return
-        self.bad_payload(exc, data)
+        self.unrecognised(exc, data)
 
     def _late_delta(self, index: int, st: _StepState | None, d: Any) -> None:
         asm = self.asm
         if st is None:
             asm.protocol_error(f"delta for step {index}, which was never started")
         elif st.rec is not None and type(d) is _ArgumentsDelta and d.arguments:
-            asm.append_or_fail(st.rec, d.arguments)  # fails the call and records the protocol error
+            st.rec.fragments.append(d.arguments)  # fails the call and records the protocol error
         else:
             asm.protocol_error(f"delta for step {index} after its stop")
 
@@ -415,7 +411,6 @@ class GeminiInteractionsCodec(Codec):
         if asm.failed:
             return
         self._completed = True
-        asm.finished = True
         asm.stream_ended("the interaction's completion")
         status = it.status
         if status is None:
@@ -423,8 +418,8 @@ class GeminiInteractionsCodec(Codec):
                              ProblemCode.STREAM_CUT)
             return
         reason = _STATUS.get(status, FinishReason.OTHER)
-        asm.finish_choice(0, reason, status)  # a length or error finish truncates the open calls
-        asm.fail_unterminated(f"the interaction's completion ({status})")  # a step never stopped
+        # a length or error finish truncates the open calls; after a clean one, a step that never stopped fails
+        asm.end_choice(0, reason, status, f"the interaction's completion ({status})")
         if reason is FinishReason.ERROR:
             err = it.error if it.error is not None else it.errors
             if err:
@@ -455,11 +450,9 @@ class GeminiInteractionsCodec(Codec):
                 meta["thought_step"], meta["thought_signature"] = self._pending_signature
                 self._pending_signature = None
             name = step.name if not server else (step.name or t[:-len("_call")])
+            # whole arguments on the start (bodies, legacy content.start); {} is a placeholder for the deltas
             rec = asm.open_call(call_id=step.id, name=name, server=server, server_type=t if server else None,
-                                meta=meta)
-            text = _args_text(step.arguments)
-            if text is not None and text.strip() != "{}":
-                rec.initial = text  # whole arguments on the start (bodies, legacy content.start)
+                                meta=meta, initial=_args_text(step.arguments))
         elif t == "model_output":
             for item in raw_dict.get("content") or ():
                 if isinstance(item, dict) and item.get("type") == "text" and isinstance(item.get("text"), str):
@@ -507,7 +500,7 @@ class GeminiInteractionsCodec(Codec):
         text = _args_text(d.arguments)
         if text is not None:
             if not rec.is_open:
-                asm.append_or_fail(rec, text)  # fails the call: it had ended
+                rec.fragments.append(text)  # fails the call: it had ended
                 return
             if rec.state is _ANN:
                 rec.receive()
@@ -524,12 +517,6 @@ class GeminiInteractionsCodec(Codec):
             return
         st.stopped = True
         asm.terminate(st.rec)  # deltas replace the arguments given on the start
-
-    def on_close(self) -> None:
-        asm = self.asm
-        if not self._completed and not asm.failed:
-            asm.finished = False
-        asm.end_of_stream()
 
     def assistant_message(self) -> Any:
         """``{"id": …, "steps": [...]}`` (legacy ``"outputs"``): the model's steps as received, with streamed
@@ -557,3 +544,26 @@ class GeminiInteractionsCodec(Codec):
             out.append(step)
         key = "outputs" if self._legacy else "steps"
         return {"id": self._interaction_id, key: out}
+
+
+# ---- the dialect record ---------------------------------------------------------------------------------------------
+CAPABILITIES = Capabilities(
+    dialect="gemini-interactions", endpoint="POST /v1beta/interactions",
+    name_pattern=r"[A-Za-z_][A-Za-z0-9_.:-]{0,127}", name_max=128,
+    name_source="Gemini Interactions: as generateContent (not documented separately)",
+    max_tools=Limit(None, "not documented", documented=False),
+    schema_depth=Limit(None, "not documented", documented=False),
+    max_request_bytes=Limit(None, "not documented", documented=False),
+    tool_kinds_source="Gemini Interactions: function tools only",
+    ids_echoed="function_result.call_id = function_call.id",
+    signatures="thought steps (signature) and thought_signature deltas",
+    tool_turn_finish=("requires_action", "completed"),
+    transient_statuses=(408, 409, 429, 500, 502, 503, 504),
+    permanent_statuses=PERMANENT_STATUSES,
+    transient_error_types=("RESOURCE_EXHAUSTED", "UNAVAILABLE", "INTERNAL"),
+    delay_hints=("retry-after", "retry-after-ms"),
+)
+
+DIALECT = Dialect(id="gemini-interactions", codec=GeminiInteractionsCodec, declarations=_declarations.PART,
+                  results=_results.PART, capabilities=CAPABILITIES, http=_http.PART,
+                  sim="toolwire.sim._interactions:Interactions", order=50)

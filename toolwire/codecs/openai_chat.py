@@ -21,11 +21,15 @@ from typing import Any
 
 import msgspec
 
-from .. import _log
 from ..types import CallKind, CallState, FinishReason, ProblemCode, StreamError, TokenUsage
 from .base import Codec, count, details
+from .capabilities import Capabilities, Limit, PERMANENT_STATUSES
+from .declare import openai_chat as _declarations
+from .dialect import Dialect
+from .http import openai_chat as _http
+from .results import openai_chat as _results
 
-__all__ = ["OpenAIChatCodec"]
+__all__ = ["OpenAIChatCodec", "DIALECT", "CAPABILITIES"]
 
 
 class _Function(msgspec.Struct, gc=False):
@@ -203,6 +207,7 @@ def _error_from(value: Any, fallback_type: str = "api_error") -> StreamError:
 class OpenAIChatCodec(Codec):
     provider = "openai-chat"
     recover_resends = True
+    finish_terminates_calls = True  # a choice's finish_reason is its calls' terminator
 
 
     @staticmethod
@@ -223,29 +228,23 @@ class OpenAIChatCodec(Codec):
         asm = self.asm
         if data[:6] == b"[DONE]":
             self.done = True
-            asm.understood += 1
             asm.stream_ended("[DONE]")
             return
         try:
             chunk = _DECODER.decode(data)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            self.bad_payload(exc, data)
+            self.unrecognised(exc, data)
             return
         if chunk.error is not None and chunk.error is not False:
-            asm.understood += 1
             asm.stream_error(_error_from(chunk.error))
             return
         if chunk.object == "error" or event == "error":
-            asm.understood += 1
             asm.stream_error(_error_from({"message": chunk.message, "type": chunk.type, "code": chunk.code}))
             return
         choices = chunk.choices
         if choices is None:
-            if _log.enabled(_log.DEBUG):
-                _log.emit(_log.DEBUG, "payload.skipped", provider=self.provider, reason="no choices",
-                          type=chunk.object, position=asm.position)
+            self.skip("no choices", type=chunk.object)
             return
-        asm.understood += 1
         if chunk.id and asm.response_id is None:
             asm.response_id = chunk.id
         if chunk.model and asm.model is None:
@@ -286,7 +285,7 @@ class OpenAIChatCodec(Codec):
             if rec is not None and rec.state is _ACC:
                 args = fn.arguments
                 if args:
-                    rec.frags.append(args if isinstance(args, str) else self.to_text(args))
+                    rec.fragments.append(args if isinstance(args, str) else self.to_text(args))
                 return
         asm = self.asm
         if st.finished:
@@ -350,7 +349,7 @@ class OpenAIChatCodec(Codec):
             if tc.extra_content is not None and "extra_content" not in rec.meta:
                 rec.meta["extra_content"] = tc.extra_content
         if args is not None and args != "":
-            asm.append_or_fail(rec, args if isinstance(args, str) else self.to_text(args))
+            rec.fragments.append(args if isinstance(args, str) else self.to_text(args))
 
     @staticmethod
     def _starts_new_call(st: _ChoiceCalls, rec: Any, name: str, args: Any) -> bool:
@@ -386,25 +385,10 @@ class OpenAIChatCodec(Codec):
         return True
 
     def _finish(self, choice: int, st: _ChoiceCalls, raw: str) -> None:
-        asm = self.asm
-        reason = _FINISH.get(raw, FinishReason.OTHER)
-        if reason is FinishReason.TOOL_CALLS or reason is FinishReason.STOP:
-            for rec in asm.open_records(choice):
-                if rec.name is None:
-                    asm.fail(rec, ProblemCode.MISSING_NAME, "the call ended without a tool name")
-                else:
-                    asm.complete(rec)
         st.finished = True
         st.shapes.clear()
-        asm.finish_choice(choice, reason, raw)
-
-    def on_close(self) -> None:
-        asm = self.asm
-        if not asm.failed and self._choices:
-            unfinished = [i for i, st in self._choices.items() if not st.finished]
-            if not unfinished:
-                asm.finished = True
-        asm.end_of_stream()
+        # a clean finish completes the choice's open calls (finish_terminates_calls)
+        self.asm.end_choice(choice, _FINISH.get(raw, FinishReason.OTHER), raw, f"finish_reason of choice {choice}")
 
     def assistant_message(self) -> Any:
         """``{"role": "assistant", "content": …, "tool_calls": […]}`` for choice 0, arguments as received."""
@@ -437,3 +421,37 @@ class OpenAIChatCodec(Codec):
         if ch is not None and ch.reasoning:
             msg["reasoning_content"] = "".join(ch.reasoning)
         return msg
+
+
+# ---- the dialect record ---------------------------------------------------------------------------------------------
+#: statuses the OpenAI APIs answer for a failure worth a retry
+OPENAI_TRANSIENT_STATUSES = (408, 409, 429, 500, 502, 503, 504)
+OPENAI_SCHEMA_ROOT = ("OpenAI API error invalid_function_parameters: schema must be a JSON Schema of "
+                      "'type: \"object\"', got 'type: \"array\"' (or \"None\")")
+OPENAI_ARRAY_ITEMS = "OpenAI API error invalid_function_parameters: array schema missing items"
+
+CAPABILITIES = Capabilities(
+    dialect="openai-chat", endpoint="POST /v1/chat/completions",
+    name_pattern=r"[a-zA-Z0-9_-]{1,64}", name_max=64,
+    name_source="openai-python types (function_definition.py)",
+    max_tools=Limit(128, "OpenAI API error array_above_max_length on tools"),
+    schema_depth=Limit(10, "OpenAI Structured Outputs: strict mode nesting (older limit 5)", documented=True,
+                       applies="strict"),
+    max_request_bytes=Limit(None, "not documented", documented=False),
+    max_schema_properties=Limit(5000, "OpenAI Structured Outputs: strict mode properties", applies="strict"),
+    max_enum_values=Limit(1000, "OpenAI Structured Outputs: strict mode enum values", applies="strict"),
+    tool_kinds=("function", "custom"),
+    tool_kinds_source="openai-python types (chat_completion_custom_tool_param.py)",
+    schema_root="object", schema_root_source=OPENAI_SCHEMA_ROOT, array_items=True,
+    array_items_source=OPENAI_ARRAY_ITEMS,
+    ids_echoed="tool message tool_call_id = tool_calls[].id",
+    signatures="none (Gemini's compatible endpoint: tool_calls[].extra_content.google.thought_signature)",
+    tool_turn_finish=("tool_calls", "stop", "function_call"),
+    transient_statuses=OPENAI_TRANSIENT_STATUSES + (520, 522, 524),
+    permanent_statuses=PERMANENT_STATUSES,
+    transient_error_types=("server_error", "rate_limit_exceeded", "overloaded_error", "api_error"),
+    delay_hints=("retry-after-ms", "retry-after"),
+)
+
+DIALECT = Dialect(id="openai-chat", codec=OpenAIChatCodec, declarations=_declarations.PART, results=_results.PART,
+                  capabilities=CAPABILITIES, http=_http.PART, sim="toolwire.sim._chat:OpenAIChat", order=10)

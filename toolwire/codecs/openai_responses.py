@@ -32,8 +32,14 @@ import msgspec
 from .. import _log
 from ..types import CallKind, CallState, FinishReason, ProblemCode, StreamError, StreamFailed, TokenUsage
 from .base import Codec, count, details
+from .capabilities import Capabilities, Limit, PERMANENT_STATUSES
+from .declare import openai_responses as _declarations
+from .dialect import Dialect
+from .http import openai_responses as _http
+from .openai_chat import OPENAI_ARRAY_ITEMS, OPENAI_SCHEMA_ROOT, OPENAI_TRANSIENT_STATUSES
+from .results import openai_responses as _results
 
-__all__ = ["OpenAIResponsesCodec"]
+__all__ = ["OpenAIResponsesCodec", "DIALECT", "CAPABILITIES"]
 
 _FUNCTION = "function_call"
 _CUSTOM = "custom_tool_call"
@@ -284,7 +290,6 @@ class OpenAIResponsesCodec(Codec):
             if last is not None and sn != last + 1:
                 self._sequence_problem(last, sn)
             self._seq = sn
-        asm.understood += 1
         cls = type(ev)
         if cls is _ArgsDelta or cls is _InputDelta:
             # hot path: one dict lookup by item_id and one list append
@@ -292,12 +297,8 @@ class OpenAIResponsesCodec(Codec):
             if it is None or it.delta is not cls:
                 self._odd_delta(ev, it)
                 return
-            rec = it.rec
-            if rec.state is _ACC:
-                if ev.delta:
-                    rec.frags.append(ev.delta)
-            elif ev.delta:
-                asm.append_or_fail(rec, ev.delta)  # a fragment after the call ended fails it
+            if ev.delta:
+                it.rec.fragments.append(ev.delta)  # a fragment after the call ended fails it
             return
         if cls is _TextDelta:
             if ev.delta:
@@ -338,24 +339,21 @@ class OpenAIResponsesCodec(Codec):
         unknown event type (skipped), or a known event with a wrong shape (a protocol error)."""
         asm = self.asm
         if data[:6] == b"[DONE]":  # not documented for Responses, but proxies send it
-            asm.understood += 1
             return
         try:
             env = _ENVELOPE.decode(data)
         except (msgspec.DecodeError, msgspec.ValidationError):
-            self.bad_payload(exc, data)
+            self.unrecognised(exc, data)
             return
         t = env.type
         if t is None:
             if env.object == "response" or (env.object is None and isinstance(env.output, list)):
-                asm.understood += 1
                 self._body(data)
                 return
             if isinstance(env.error, dict):
-                asm.understood += 1
                 asm.stream_error(_error_from(env.error, "api_error"))
                 return
-            self.bad_payload(exc, data)
+            self.unrecognised(exc, data)
             return
         if isinstance(t, str) and t not in _KNOWN:
             sn = env.sequence_number
@@ -363,12 +361,11 @@ class OpenAIResponsesCodec(Codec):
                 if self._seq is not None and sn != self._seq + 1:
                     self._sequence_problem(self._seq, sn)
                 self._seq = sn
-            asm.understood += 1
             if _log.enabled(_log.DEBUG):
                 _log.emit(_log.DEBUG, "payload.skipped", provider=self.provider, reason="unknown event type",
                           type=t, position=asm.position)
             return
-        self.bad_payload(exc, data)
+        self.unrecognised(exc, data)
 
     def _sequence_problem(self, last: int, got: int) -> None:
         """Events were lost or reordered: a protocol error on the turn, which is then never dispatched. The
@@ -393,7 +390,7 @@ class OpenAIResponsesCodec(Codec):
             it = self._find(ev.item_id, ev.output_index)
             if it is not None and it.delta is type(ev):
                 if ev.delta:  # an item sent without an id: its deltas can only be matched by output_index
-                    asm.append_or_fail(it.rec, ev.delta)
+                    it.rec.fragments.append(ev.delta)
                 return
         if it is None:
             asm.protocol_error(f"{kind} for item {ev.item_id!r}, which was never added")
@@ -445,7 +442,7 @@ class OpenAIResponsesCodec(Codec):
         if rec is not None and st.delta is not None:
             first = item.input if item.type == _CUSTOM else self._string_arguments(item)
             if isinstance(first, str) and first and (item.type == _CUSTOM or bytes(item.arguments)[:1] == b'"'):
-                self.asm.append_or_fail(rec, first)  # arguments given in the added item: deltas append to them
+                rec.fragments.append(first)  # arguments given in the added item: deltas append to them
 
     def _item_done(self, index: int | None, raw: msgspec.Raw) -> None:
         asm = self.asm
@@ -679,18 +676,17 @@ class OpenAIResponsesCodec(Codec):
             self._reconcile(resp.output)
             if asm.failed:
                 return
-        asm.finished = True
         asm.stream_ended("the response body" if body else f"response.{kind}")
         raw = resp.status
         if kind == "failed":
             self._truncate_cut(ProblemCode.STREAM_ERROR, "the response failed")
             asm.stream_error(_error_from(resp.error, "response_failed"))
-            asm.finish_choice(0, FinishReason.ERROR, raw)
+            asm.end_choice(0, FinishReason.ERROR, raw, "response.failed")
             return
         if kind == "completed":
-            asm.finish_choice(0, FinishReason.STOP, raw)  # tool_calls when it has calls (the assembler's rule)
             self._fail_cut()
-            asm.fail_unterminated("response.completed")  # a call whose terminator never came
+            # tool_calls when it has calls (the assembler's rule); a call whose terminator never came fails the turn
+            asm.end_choice(0, FinishReason.STOP, raw, "response.completed")
             return
         if kind == "incomplete":
             details = resp.incomplete_details
@@ -701,7 +697,7 @@ class OpenAIResponsesCodec(Codec):
             reason, code, message = FinishReason.OTHER, ProblemCode.STREAM_ERROR, f"the response was {raw}"
         self._truncate_cut(code, message)
         asm.truncate_open(code, message)
-        asm.finish_choice(0, reason, raw)
+        asm.end_choice(0, reason, raw, f"response.{kind}")
 
     def _reconcile(self, output: list[msgspec.Raw]) -> None:
         """The terminal event's ``response.output``: items the stream never mentioned are taken whole (servers
@@ -746,9 +742,8 @@ class OpenAIResponsesCodec(Codec):
                 self.asm.truncate(rec, code, message)
         self._cut.clear()
 
-    def on_close(self) -> None:
+    def at_close(self) -> None:
         self._truncate_cut(ProblemCode.STREAM_CUT, "the call's item ended with status incomplete")
-        self.asm.end_of_stream()
 
     def assistant_message(self) -> Any:
         """The output items to replay in the next request's ``input``, in output order: reasoning items (with
@@ -764,3 +759,30 @@ class OpenAIResponsesCodec(Codec):
                 item["input" if st.type == _CUSTOM else "arguments"] = text
             out.append(item)
         return out
+
+
+# ---- the dialect record ---------------------------------------------------------------------------------------------
+CAPABILITIES = Capabilities(
+    dialect="openai-responses", endpoint="POST /v1/responses",
+    name_pattern=r"[a-zA-Z0-9_-]{1,64}", name_max=64,
+    name_source="OpenAI Responses function tools (the Chat Completions rule)",
+    max_tools=Limit(128, "OpenAI API error array_above_max_length on tools"),
+    schema_depth=Limit(10, "OpenAI Structured Outputs: strict mode nesting", applies="strict"),
+    max_request_bytes=Limit(None, "not documented", documented=False),
+    max_schema_properties=Limit(5000, "OpenAI Structured Outputs: strict mode properties", applies="strict"),
+    max_enum_values=Limit(1000, "OpenAI Structured Outputs: strict mode enum values", applies="strict"),
+    tool_kinds=("function", "custom"), tool_kinds_source="openai-python types (custom_tool_param.py)",
+    schema_root="object", schema_root_source=OPENAI_SCHEMA_ROOT, array_items=True,
+    array_items_source=OPENAI_ARRAY_ITEMS,
+    ids_echoed="function_call_output.call_id = function_call.call_id (not the fc_ item id)",
+    signatures="reasoning items (encrypted_content) replayed before their function_call",
+    tool_turn_finish=("completed",),
+    transient_statuses=OPENAI_TRANSIENT_STATUSES,
+    permanent_statuses=PERMANENT_STATUSES,
+    transient_error_types=("server_error", "rate_limit_exceeded", "server_is_overloaded"),
+    delay_hints=("retry-after-ms", "retry-after"),
+)
+
+DIALECT = Dialect(id="openai-responses", codec=OpenAIResponsesCodec, declarations=_declarations.PART,
+                  results=_results.PART, capabilities=CAPABILITIES, http=_http.PART,
+                  sim="toolwire.sim._responses:OpenAIResponses", order=30)

@@ -1,48 +1,62 @@
-"""Requests and HTTP errors of every dialect: endpoints, auth headers, request bodies, error bodies.
+"""Requests and HTTP errors: endpoints, auth headers, request bodies, request options, error bodies.
 
-What a transport needs to talk to a provider, as data and small functions: no I/O here (``toolwire.harness``
-sends the requests). Field names stay in ``codecs/``.
+Each dialect's ``HTTP`` part (its ``Dialect`` record's ``http``, written in its module under ``codecs/http/``)
+knows its own; this module holds the interface with its defaults and the functions the harness calls with a
+dialect id (``endpoint``, ``request_body``, ``options_fragment``, ``parse_error``, ``user_message``). What a
+transport needs to talk to a provider, as data and small functions: no I/O here (``toolwire.harness`` sends the
+requests). Field names stay in ``codecs/``.
 """
 
 from __future__ import annotations
 
 import copy
-import email.utils
 import os
 import re
 import time
-from typing import Any, Mapping
+from collections.abc import Callable
+from typing import Any, ClassVar, Mapping
 
 import msgspec
 
 from ..errors import UsageError
-from .capabilities import capabilities_for
+from .capabilities import Capabilities, capabilities_for
 
-__all__ = ["Endpoint", "endpoint", "request_body", "user_message", "parse_error", "ProviderErrorInfo",
-           "options_fragment", "merge_body", "body_conflicts", "REASONING_EFFORTS", "MAX_TEMPERATURE",
-           "API_KEY_ENV", "BASE_URL_ENV", "DEFAULT_BASE_URL"]
+__all__ = ["Endpoint", "HTTP", "endpoint", "request_body", "user_message", "parse_error", "ProviderErrorInfo",
+           "options_fragment", "merge_body", "body_conflicts", "read_error", "http_part", "REASONING_EFFORTS",
+           "MAX_TEMPERATURE", "API_KEY_ENV", "BASE_URL_ENV", "DEFAULT_BASE_URL"]
 
-API_KEY_ENV: dict[str, tuple[str, ...]] = {
-    "openai-chat": ("OPENAI_API_KEY",),
-    "openai-responses": ("OPENAI_API_KEY",),
-    "anthropic": ("ANTHROPIC_API_KEY",),
-    "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
-    "gemini-interactions": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
-}
-BASE_URL_ENV: dict[str, str] = {
-    "openai-chat": "OPENAI_BASE_URL",
-    "openai-responses": "OPENAI_BASE_URL",
-    "anthropic": "ANTHROPIC_BASE_URL",
-    "gemini": "GEMINI_BASE_URL",
-    "gemini-interactions": "GEMINI_BASE_URL",
-}
-DEFAULT_BASE_URL: dict[str, str] = {
-    "openai-chat": "https://api.openai.com",
-    "openai-responses": "https://api.openai.com",
-    "anthropic": "https://api.anthropic.com",
-    "gemini": "https://generativelanguage.googleapis.com",
-    "gemini-interactions": "https://generativelanguage.googleapis.com",
-}
+
+def __getattr__(name: str) -> Any:
+    """The per-dialect tables of earlier versions, derived from the registry's ``HTTP`` parts."""
+    tables: dict[str, Callable[[HTTP], Any]] = {
+        "API_KEY_ENV": lambda h: h.api_key_env,
+        "BASE_URL_ENV": lambda h: h.base_url_env,
+        "DEFAULT_BASE_URL": lambda h: h.default_base_url,
+        "REASONING_EFFORTS": lambda h: h.reasoning_efforts,
+    }
+    if name in tables:
+        return {d.id: tables[name](d.http) for d in _http_dialects()}
+    if name == "MAX_TEMPERATURE":
+        return {d.id: d.http.max_temperature for d in _http_dialects() if d.http.max_temperature is not None}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _http_dialects() -> Any:
+    from . import dialects_with
+
+    return dialects_with("http")
+
+
+def http_part(dialect: str) -> HTTP:
+    """The ``HTTP`` part of ``dialect``. Raises ``UsageError`` for an unknown dialect or one the harness cannot
+    call (a record without an HTTP part)."""
+    from . import dialect_for
+
+    capabilities_for(dialect)  # an unknown dialect: the same error as before
+    part = dialect_for(dialect).http
+    if part is None:
+        raise UsageError(f"{dialect} has no HTTP part: toolwire can parse, declare and answer it, not call it")
+    return part
 
 
 class Endpoint(msgspec.Struct, frozen=True, kw_only=True):
@@ -54,73 +68,20 @@ class Endpoint(msgspec.Struct, frozen=True, kw_only=True):
     stream: bool
 
 
-def _api_key(dialect: str, api_key: str | None) -> str:
-    if api_key:
-        return api_key
-    for name in API_KEY_ENV[dialect]:
-        value = os.environ.get(name)
-        if value:
-            return value
-    raise UsageError(f"no API key for {dialect}: pass api_key= or set {' or '.join(API_KEY_ENV[dialect])}")
-
-
 def endpoint(dialect: str, *, model: str, stream: bool = True, base_url: str | None = None,
              api_key: str | None = None) -> Endpoint:
     """The endpoint of one model request. ``base_url`` overrides the provider's (or the ``*_BASE_URL``
     environment variable); the key comes from ``api_key`` or the usual environment variable. Raises
     ``UsageError`` for an unknown dialect or a missing key."""
-    capabilities_for(dialect)
-    base = (base_url or os.environ.get(BASE_URL_ENV[dialect]) or DEFAULT_BASE_URL[dialect]).rstrip("/")
-    key = _api_key(dialect, api_key)
-    headers = {"content-type": "application/json", "user-agent": "toolwire"}
-    if stream:
-        headers["accept"] = "text/event-stream"
-    if dialect == "openai-chat":
-        url = f"{base}/v1/chat/completions"
-        headers["authorization"] = f"Bearer {key}"
-    elif dialect == "openai-responses":
-        url = f"{base}/v1/responses"
-        headers["authorization"] = f"Bearer {key}"
-    elif dialect == "anthropic":
-        url = f"{base}/v1/messages"
-        headers["x-api-key"] = key
-        headers["anthropic-version"] = "2023-06-01"
-    elif dialect == "gemini":
-        url = (f"{base}/v1beta/models/{model}:streamGenerateContent?alt=sse" if stream
-               else f"{base}/v1beta/models/{model}:generateContent")
-        headers["x-goog-api-key"] = key
-    else:
-        url = f"{base}/v1beta/interactions"
-        headers["x-goog-api-key"] = key
-    return Endpoint(method="POST", url=url, headers=headers, stream=stream)
+    return http_part(dialect).endpoint(model=model, stream=stream, base_url=base_url, api_key=api_key)
 
 
 def user_message(dialect: str, text: str, *, alone: bool = True) -> Any:
     """The history entry (message, input item or content) that says ``text`` as the user. ``alone``: False when
     other input goes with it (Interactions then take a text content, not the bare string)."""
-    if dialect == "gemini":
-        return {"role": "user", "parts": [{"text": text}]}
-    if dialect == "gemini-interactions":
-        # Interactions take the user's text as the whole ``input``, or as a text content among other input
-        return text if alone else {"type": "text", "text": text}
-    return {"role": "user", "content": text}
+    from . import dialect_for
 
-
-#: the reasoning effort values each dialect's API documents (the official SDKs' request types): Chat
-#: ``reasoning_effort``, Responses ``reasoning.effort``, Anthropic ``output_config.effort``, Gemini
-#: ``generationConfig.thinkingConfig.thinkingLevel`` (upper case on the wire) and Interactions
-#: ``generation_config.thinking_level``
-REASONING_EFFORTS: dict[str, tuple[str, ...]] = {
-    "openai-chat": ("none", "minimal", "low", "medium", "high", "xhigh", "max"),
-    "openai-responses": ("none", "minimal", "low", "medium", "high", "xhigh", "max"),
-    "anthropic": ("low", "medium", "high", "xhigh", "max"),
-    "gemini": ("minimal", "low", "medium", "high", "xhigh"),
-    "gemini-interactions": ("minimal", "low", "medium", "high", "xhigh"),
-}
-#: the largest sampling temperature each dialect accepts (the smallest is 0). Anthropic's Messages request (its
-#: SDK's request type) has no temperature any more: a model that still takes one gets it through ``extra_body``
-MAX_TEMPERATURE: dict[str, float] = {"openai-chat": 2.0, "openai-responses": 2.0, "gemini": 2.0,
-                                     "gemini-interactions": 2.0}
+    return dialect_for(dialect).results.user_message(text, alone=alone)
 
 
 def options_fragment(dialect: str, *, temperature: float | None = None,
@@ -128,33 +89,7 @@ def options_fragment(dialect: str, *, temperature: float | None = None,
     """The request fields for a sampling ``temperature`` and a ``reasoning_effort`` in ``dialect``'s own place
     (see ``REASONING_EFFORTS``); empty when both are None. Raises ``UsageError`` for a value the dialect does not
     accept (a temperature out of its range, an effort it does not document): nothing is changed silently."""
-    capabilities_for(dialect)
-    out: dict[str, Any] = {}
-    if temperature is not None:
-        top = MAX_TEMPERATURE.get(dialect)
-        if top is None:
-            raise UsageError(f"{dialect} requests have no temperature field; a model that takes one gets it "
-                             "through extra_body")
-        if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) \
-                or not 0.0 <= temperature <= top:
-            raise UsageError(f"temperature must be a number from 0 to {top:g} for {dialect}, got {temperature!r}")
-        merge_body(out, {"generationConfig": {"temperature": temperature}} if dialect == "gemini"
-                   else {"generation_config": {"temperature": temperature}} if dialect == "gemini-interactions"
-                   else {"temperature": temperature})
-    if reasoning_effort is not None:
-        allowed = REASONING_EFFORTS[dialect]
-        if reasoning_effort not in allowed:
-            raise UsageError(f"reasoning_effort {reasoning_effort!r} is not a value {dialect} accepts; expected one "
-                             f"of: {', '.join(allowed)}")
-        effort: dict[str, Any] = {
-            "openai-chat": {"reasoning_effort": reasoning_effort},
-            "openai-responses": {"reasoning": {"effort": reasoning_effort}},
-            "anthropic": {"output_config": {"effort": reasoning_effort}},
-            "gemini": {"generationConfig": {"thinkingConfig": {"thinkingLevel": reasoning_effort.upper()}}},
-            "gemini-interactions": {"generation_config": {"thinking_level": reasoning_effort}},
-        }[dialect]
-        merge_body(out, effort)
-    return out
+    return http_part(dialect).options(temperature=temperature, reasoning_effort=reasoning_effort)
 
 
 def merge_body(body: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
@@ -190,39 +125,16 @@ def request_body(dialect: str, *, model: str, history: list[Any], tools_fragment
     """The JSON body of one request: ``history`` in the dialect's own format (messages, input items or
     contents), ``tools_fragment`` from ``toolwire.codecs.declare.declare(...).fragment``, then ``extra`` (request
     options from ``options_fragment``, the application's own fields) merged in with ``merge_body``."""
-    body: dict[str, Any]
-    tools = dict(tools_fragment or {})
-    if dialect == "openai-chat":
-        messages = ([{"role": "system", "content": system}] if system else []) + list(history)
-        body = {"model": model, "messages": messages, **tools}
-        if stream:
-            body["stream"] = True
-            body["stream_options"] = {"include_usage": True}
-    elif dialect == "openai-responses":
-        body = {"model": model, "input": list(history), "store": False, **tools}
-        if system:
-            body["instructions"] = system
-        body["stream"] = stream
-        body["include"] = ["reasoning.encrypted_content"]
-    elif dialect == "anthropic":
-        body = {"model": model, "max_tokens": max_tokens, "messages": list(history), **tools}
-        if system:
-            body["system"] = system
-        body["stream"] = stream
-    elif dialect == "gemini":
-        body = {"contents": list(history), **tools}
-        if system:
-            body["systemInstruction"] = {"parts": [{"text": system}]}
-    elif dialect == "gemini-interactions":
-        items = list(history)
-        body = {"model": model, "input": items[0] if len(items) == 1 and isinstance(items[0], str) else items,
-                **tools, "stream": stream}
-        if system:
-            body["system_instruction"] = system
-        if previous_id:
-            body["previous_interaction_id"] = previous_id
-    else:
+    from . import dialect_for
+
+    try:
+        record = dialect_for(dialect)
+    except UsageError:
+        raise UsageError(f"unknown dialect {dialect!r}") from None
+    if record.http is None:
         raise UsageError(f"unknown dialect {dialect!r}")
+    body = record.http.body(model=model, history=history, tools_fragment=dict(tools_fragment or {}), stream=stream,
+                            system=system, max_tokens=max_tokens, previous_id=previous_id)
     return merge_body(body, extra) if extra else body
 
 
@@ -252,6 +164,8 @@ def _header_delay(headers: Mapping[str, str]) -> float | None:
         try:
             return max(0.0, float(ra))
         except ValueError:
+            import email.utils
+
             parsed = email.utils.parsedate_to_datetime(ra) if ra else None
             if parsed is not None:
                 return max(0.0, parsed.timestamp() - time.time())
@@ -274,7 +188,20 @@ def _body_delay(body: Any) -> float | None:
 def parse_error(dialect: str, status: int, headers: Mapping[str, str], body: bytes) -> ProviderErrorInfo:
     """Classify an HTTP error response of ``dialect``: transient (retry) or permanent (fail fast), and how
     long the server asked to wait (``retry-after-ms``, ``retry-after``, Gemini ``RetryInfo``)."""
+    from . import dialect_for
+
     cap = capabilities_for(dialect)
+    part = dialect_for(dialect).http
+    if part is None:
+        return read_error(cap, status, headers, body)
+    return part.parse_error(cap, status, headers, body)
+
+
+def read_error(cap: Capabilities, status: int, headers: Mapping[str, str], body: bytes) -> ProviderErrorInfo:
+    """The default reading of an error response (``HTTP.parse_error``): the type and message of an ``error``
+    object (or of a body whose ``object`` is ``error``), the statuses the capabilities record says are transient
+    (and any 5xx it does not call permanent), a 429 for a spent quota permanent, ``x-should-retry`` deciding when
+    present, and the delay from ``retry-after-ms``, ``retry-after`` or a ``google.rpc.RetryInfo`` detail."""
     try:
         doc = msgspec.json.decode(body) if body else None
     except msgspec.DecodeError:
@@ -306,3 +233,125 @@ def parse_error(dialect: str, status: int, headers: Mapping[str, str], body: byt
         delay = _body_delay(doc)
     return ProviderErrorInfo(status=status, type=etype, message=message[:500], transient=transient,
                              retry_after=delay)
+
+
+# ---- the HTTP part of a dialect record ---------------------------------------------------------------------------
+_FieldRule = tuple[tuple[str, ...], str, str]
+
+
+class HTTP:
+    """How to call one dialect's API over HTTP: the ``http`` part of its ``Dialect`` record.
+
+    A dialect sets the class attributes and implements ``url``, ``auth_headers`` and ``body``; the rest has
+    defaults:
+
+    * ``api_key_env`` (the environment variables a key is read from, in order), ``base_url_env`` (the one that
+      overrides ``default_base_url``);
+    * ``url(base, model=, stream=)``: the request URL under ``base``; ``auth_headers(key)``: the headers that carry
+      the key (they are never logged, and their values are scrubbed from every log: ``secret_headers`` names
+      them); ``endpoint`` puts both together with the content type (and ``accept: text/event-stream`` for a
+      streamed request whose framing is SSE);
+    * ``body(model=, history=, tools_fragment=, stream=, system=, max_tokens=, previous_id=)``: the JSON body of
+      one request: the history as the dialect's own list, the system prompt in its place, the tools fragment
+      from ``declare`` merged in (``merge_body``: the tools and the choice may sit in a configuration object of
+      the body);
+    * ``keeps_history``: the server keeps the conversation (``previous_id`` names the last response), so a
+      request carries only what is new, the results of the last turn: the loop sends the answers alone and does
+      not repair a history it is given;
+    * ``reasoning_efforts`` and ``max_temperature`` (None: the request has no temperature field), and
+      ``option_fields(temperature, reasoning_effort)``, which puts valid values where the dialect takes them
+      (``options`` checks them first);
+    * ``parse_error(cap, status, headers, body)``: an HTTP error response classified (default ``read_error``);
+    * for the tracing conventions (``toolwire.codecs.telemetry``): ``operation_name`` (``gen_ai.operation.name``),
+      ``provider_name`` (``gen_ai.provider.name`` when the host is none the conventions name), ``span_attributes``
+      (more attributes of an inference span) and ``request_fields`` (where the request parameters live: a path of
+      keys, the conventions' attribute, and its kind, ``double``, ``int`` or ``strings``).
+
+    The framing of a streamed response is the codec's (``Codec.framing``): the transport asks the parser for it.
+    """
+
+    api_key_env: ClassVar[tuple[str, ...]]
+    base_url_env: ClassVar[str]
+    default_base_url: ClassVar[str]
+    #: headers whose values are secrets (scrubbed from logs)
+    secret_headers: ClassVar[tuple[str, ...]] = ("authorization",)
+    keeps_history: ClassVar[bool] = False
+    reasoning_efforts: ClassVar[tuple[str, ...]] = ()
+    max_temperature: ClassVar[float | None] = 2.0
+    operation_name: ClassVar[str] = "chat"
+    provider_name: ClassVar[str]
+    span_attributes: ClassVar[Mapping[str, str]] = {}
+    request_fields: ClassVar[tuple[_FieldRule, ...]] = ()
+
+    def __init__(self, dialect: str) -> None:
+        self.dialect = dialect
+
+    # ---- the endpoint ----------------------------------------------------------------------------------------
+    def url(self, base: str, *, model: str, stream: bool) -> str:
+        """The URL of one request under ``base`` (no trailing slash)."""
+        raise NotImplementedError
+
+    def auth_headers(self, key: str) -> dict[str, str]:
+        """The headers that carry the API key."""
+        raise NotImplementedError
+
+    def api_key(self, api_key: str | None) -> str:
+        """``api_key``, else the first of ``api_key_env`` that is set. Raises ``UsageError`` without one."""
+        if api_key:
+            return api_key
+        for name in self.api_key_env:
+            value = os.environ.get(name)
+            if value:
+                return value
+        raise UsageError(f"no API key for {self.dialect}: pass api_key= or set {' or '.join(self.api_key_env)}")
+
+    def endpoint(self, *, model: str, stream: bool = True, base_url: str | None = None,
+                 api_key: str | None = None) -> Endpoint:
+        """Where and how to send one request (see ``toolwire.codecs.requests.endpoint``)."""
+        from . import dialect_for
+
+        base = (base_url or os.environ.get(self.base_url_env) or self.default_base_url).rstrip("/")
+        key = self.api_key(api_key)
+        headers = {"content-type": "application/json", "user-agent": "toolwire"}
+        if stream and dialect_for(self.dialect).codec.framing.name == "sse":
+            headers["accept"] = "text/event-stream"
+        headers.update(self.auth_headers(key))
+        return Endpoint(method="POST", url=self.url(base, model=model, stream=stream), headers=headers,
+                        stream=stream)
+
+    # ---- the body --------------------------------------------------------------------------------------------
+    def body(self, *, model: str, history: list[Any], tools_fragment: dict[str, Any], stream: bool,
+             system: str | None, max_tokens: int, previous_id: str | None) -> dict[str, Any]:
+        """The JSON body of one request (see the class docstring)."""
+        raise NotImplementedError
+
+    # ---- request options -------------------------------------------------------------------------------------
+    def options(self, *, temperature: float | None = None, reasoning_effort: str | None = None) -> dict[str, Any]:
+        """The fields for ``temperature`` and ``reasoning_effort`` (``options_fragment``), checked first."""
+        if temperature is not None:
+            top = self.max_temperature
+            if top is None:
+                raise UsageError(f"{self.dialect} requests have no temperature field; a model that takes one gets it "
+                                 "through extra_body")
+            if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) \
+                    or not 0.0 <= temperature <= top:
+                raise UsageError(f"temperature must be a number from 0 to {top:g} for {self.dialect}, got "
+                                 f"{temperature!r}")
+        if reasoning_effort is not None and reasoning_effort not in self.reasoning_efforts:
+            raise UsageError(f"reasoning_effort {reasoning_effort!r} is not a value {self.dialect} accepts; expected "
+                             f"one of: {', '.join(self.reasoning_efforts)}")
+        out: dict[str, Any] = {}
+        for fields in self.option_fields(temperature, reasoning_effort):
+            merge_body(out, fields)
+        return out
+
+    def option_fields(self, temperature: float | None, reasoning_effort: str | None) -> list[dict[str, Any]]:
+        """The request fields for the (valid) options that are not None, in order (default: top-level
+        ``temperature``; a dialect with reasoning efforts places them)."""
+        return [{"temperature": temperature}] if temperature is not None else []
+
+    # ---- errors ----------------------------------------------------------------------------------------------
+    def parse_error(self, cap: Capabilities, status: int, headers: Mapping[str, str], body: bytes
+                    ) -> ProviderErrorInfo:
+        """An HTTP error response classified (default: ``read_error``)."""
+        return read_error(cap, status, headers, body)

@@ -1,7 +1,8 @@
 """What the OpenTelemetry GenAI semantic conventions call each dialect's requests, as data.
 
 The conventions' names (``gen_ai.operation.name``, ``gen_ai.provider.name``) for every dialect, and the request
-parameters a body sets, read from each dialect's own fields (the request field names stay in ``codecs/``).
+parameters a body sets, read from each dialect's own fields: both are in the dialect's ``HTTP`` part
+(``toolwire.codecs.requests.HTTP``), so the request field names stay in ``codecs/``.
 ``toolwire.harness.tracing`` puts them on the inference spans of the loop. No OpenTelemetry import here.
 
 The names follow the conventions' registry (semantic conventions 1.41, GenAI, development status): Gemini's
@@ -18,26 +19,47 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["OPERATION_NAMES", "PROVIDER_NAMES", "OPENAI_API_TYPES", "provider_name", "request_attributes"]
+__all__ = ["OPERATION_NAMES", "PROVIDER_NAMES", "OPENAI_API_TYPES", "provider_name", "request_attributes",
+           "span_attributes", "operation_name"]
 
-#: ``gen_ai.operation.name`` of a model request, per dialect
-OPERATION_NAMES: dict[str, str] = {
-    "openai-chat": "chat",
-    "openai-responses": "chat",
-    "anthropic": "chat",
-    "gemini": "generate_content",
-    "gemini-interactions": "chat",
-}
-#: ``gen_ai.provider.name`` per dialect, when the host is none of ``_HOSTS``
-PROVIDER_NAMES: dict[str, str] = {
-    "openai-chat": "openai",
-    "openai-responses": "openai",
-    "anthropic": "anthropic",
-    "gemini": "gcp.gemini",
-    "gemini-interactions": "gcp.gemini",
-}
-#: ``openai.api.type`` (the conventions' OpenAI attribute) of the OpenAI dialects
-OPENAI_API_TYPES: dict[str, str] = {"openai-chat": "chat_completions", "openai-responses": "responses"}
+
+def __getattr__(name: str) -> Any:
+    """The per-dialect tables, derived from the ``HTTP`` parts of the registry: ``OPERATION_NAMES``
+    (``gen_ai.operation.name`` of a model request), ``PROVIDER_NAMES`` (``gen_ai.provider.name`` when the host is
+    none of ``_HOSTS``) and ``OPENAI_API_TYPES`` (``openai.api.type`` of the OpenAI dialects)."""
+    from . import dialects_with
+
+    if name == "OPERATION_NAMES":
+        return {d.id: d.http.operation_name for d in dialects_with("http")}
+    if name == "PROVIDER_NAMES":
+        return {d.id: d.http.provider_name for d in dialects_with("http")}
+    if name == "OPENAI_API_TYPES":
+        return {d.id: d.http.span_attributes["openai.api.type"] for d in dialects_with("http")
+                if "openai.api.type" in d.http.span_attributes}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _http(dialect: str) -> Any:
+    from . import dialects_with
+
+    for d in dialects_with("http"):
+        if d.id == dialect:
+            return d.http
+    return None
+
+
+def operation_name(dialect: str) -> str:
+    """``gen_ai.operation.name`` of a model request of ``dialect`` (``chat`` for a dialect without an HTTP part)."""
+    part = _http(dialect)
+    return part.operation_name if part is not None else "chat"
+
+
+def span_attributes(dialect: str) -> dict[str, str]:
+    """The attributes the conventions add to an inference span of ``dialect`` (``openai.api.type``)."""
+    part = _http(dialect)
+    return dict(part.span_attributes) if part is not None else {}
+
+
 #: host → ``gen_ai.provider.name``, for the servers the conventions name that speak these dialects: the host itself
 #: or a subdomain of it (Vertex AI's regional hosts, ``us-central1-aiplatform.googleapis.com``, too)
 _HOSTS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(pattern), name) for pattern, name in (
@@ -59,55 +81,12 @@ def provider_name(dialect: str, host: str | None) -> str:
         for pattern, name in _HOSTS:
             if pattern.search(host):
                 return name
-    return PROVIDER_NAMES.get(dialect, dialect)
+    part = _http(dialect)
+    return part.provider_name if part is not None else dialect
 
 
-#: per dialect: where its request parameters live (a path of object keys) → the conventions' attribute; the kind
-#: is what the attribute holds (``double``, ``int``, ``strings``: a list of strings, or one string)
+#: the kinds of value an attribute holds (``HTTP.request_fields``): a double, an int, a list of strings (or one)
 _DOUBLE, _INT, _STRINGS = "double", "int", "strings"
-_FIELDS: dict[str, tuple[tuple[tuple[str, ...], str, str], ...]] = {
-    "openai-chat": (
-        (("temperature",), "gen_ai.request.temperature", _DOUBLE),
-        (("top_p",), "gen_ai.request.top_p", _DOUBLE),
-        (("max_completion_tokens",), "gen_ai.request.max_tokens", _INT),
-        (("max_tokens",), "gen_ai.request.max_tokens", _INT),
-        (("stop",), "gen_ai.request.stop_sequences", _STRINGS),
-        (("seed",), "gen_ai.request.seed", _INT),
-        (("frequency_penalty",), "gen_ai.request.frequency_penalty", _DOUBLE),
-        (("presence_penalty",), "gen_ai.request.presence_penalty", _DOUBLE),
-        (("n",), "gen_ai.request.choice.count", _INT),
-    ),
-    "openai-responses": (
-        (("temperature",), "gen_ai.request.temperature", _DOUBLE),
-        (("top_p",), "gen_ai.request.top_p", _DOUBLE),
-        (("max_output_tokens",), "gen_ai.request.max_tokens", _INT),
-    ),
-    "anthropic": (
-        (("temperature",), "gen_ai.request.temperature", _DOUBLE),
-        (("top_p",), "gen_ai.request.top_p", _DOUBLE),
-        (("top_k",), "gen_ai.request.top_k", _DOUBLE),
-        (("max_tokens",), "gen_ai.request.max_tokens", _INT),
-        (("stop_sequences",), "gen_ai.request.stop_sequences", _STRINGS),
-    ),
-    "gemini": (
-        (("generationConfig", "temperature"), "gen_ai.request.temperature", _DOUBLE),
-        (("generationConfig", "topP"), "gen_ai.request.top_p", _DOUBLE),
-        (("generationConfig", "topK"), "gen_ai.request.top_k", _DOUBLE),
-        (("generationConfig", "maxOutputTokens"), "gen_ai.request.max_tokens", _INT),
-        (("generationConfig", "stopSequences"), "gen_ai.request.stop_sequences", _STRINGS),
-        (("generationConfig", "seed"), "gen_ai.request.seed", _INT),
-        (("generationConfig", "frequencyPenalty"), "gen_ai.request.frequency_penalty", _DOUBLE),
-        (("generationConfig", "presencePenalty"), "gen_ai.request.presence_penalty", _DOUBLE),
-        (("generationConfig", "candidateCount"), "gen_ai.request.choice.count", _INT),
-    ),
-    "gemini-interactions": (
-        (("generation_config", "temperature"), "gen_ai.request.temperature", _DOUBLE),
-        (("generation_config", "top_p"), "gen_ai.request.top_p", _DOUBLE),
-        (("generation_config", "max_output_tokens"), "gen_ai.request.max_tokens", _INT),
-        (("generation_config", "stop_sequences"), "gen_ai.request.stop_sequences", _STRINGS),
-        (("generation_config", "seed"), "gen_ai.request.seed", _INT),
-    ),
-}
 _MAX_INT = (1 << 63) - 1
 
 
@@ -134,7 +113,8 @@ def request_attributes(dialect: str, body: Mapping[str, Any]) -> dict[str, Any]:
     ``dialect``) sets: temperature, top_p, top_k, max_tokens, stop_sequences, seed, the penalties, and the number
     of choices when it is not 1. A field that holds a value of the wrong type is left out."""
     out: dict[str, Any] = {}
-    for path, attribute, kind in _FIELDS.get(dialect, ()):
+    part = _http(dialect)
+    for path, attribute, kind in (part.request_fields if part is not None else ()):
         here: Any = body
         for key in path:
             here = here.get(key) if isinstance(here, Mapping) else None

@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence, TextIO
 
 import msgspec
 
-from ..codecs import PROVIDERS
+from ..codecs import dialect_for, dialects_with
 from ..errors import UsageError
 from ..registry import Dispatcher, SQLiteLedger
 from ..trace import format_trace
@@ -23,20 +23,24 @@ from .demo_tools import DemoWorld
 from .loop import LoopResult, ToolLoop
 from .retry import RetryPolicy
 
-__all__ = ["SCENARIO_NAMES", "DemoRun", "run_demo", "print_runs", "runs_to_json"]
+__all__ = ["SCENARIO_NAMES", "DemoRun", "run_demo", "print_runs", "runs_to_json", "sim_providers", "demo_model"]
 
 SCENARIO_NAMES = ("height", "height_weight", "rice", "misspelled_tool", "missing_argument", "catalogue_down",
                   "save_with_faults", "provider_down", "mcp_notes")
 #: scenarios whose tools come from a real MCP server process (``demo_mcp_server``; needs ``toolwire[mcp]``)
 MCP_SCENARIOS = ("mcp_notes",)
 
-_MODELS = {
-    "openai-chat": "gpt-4.1-mini",
-    "openai-responses": "gpt-5-mini",
-    "anthropic": "claude-sonnet-4-5",
-    "gemini": "gemini-2.5-flash",
-    "gemini-interactions": "gemini-2.5-flash",
-}
+
+
+def sim_providers() -> tuple[str, ...]:
+    """The dialects the simulated provider speaks (and the harness can call): the demo's providers."""
+    return tuple(d.id for d in dialects_with("sim") if d.http is not None)
+
+
+def demo_model(provider: str) -> str:
+    """The model name the demo asks ``provider``'s simulator for (its simulator part's ``demo_model``)."""
+    return str(dialect_for(provider).simulator().demo_model)
+
 
 #: fast retries: the simulator asks for short waits
 DEMO_RETRY = RetryPolicy(attempts=5, deadline=20.0, initial=0.02, max_backoff=0.2, max_hint=2.0)
@@ -96,7 +100,7 @@ def _one_mcp(sim: Any, base_url: str, provider: str, scenario: str, lang: str, w
     with demo_mcp_server() as server:
         registry = server.registry(dialects=[provider], timeout=5.0)
         dispatcher = Dispatcher(registry, ledger=SQLiteLedger(workdir / f"{provider}-{scenario}.db"), backoff=0.01)
-        with ToolLoop(provider, model=_MODELS[provider], registry=registry, dispatcher=dispatcher,
+        with ToolLoop(provider, model=demo_model(provider), registry=registry, dispatcher=dispatcher,
                       base_url=base_url, api_key="sim-key", locale=lang, retry=DEMO_RETRY, timeout=5.0,
                       conversation_id=f"demo-{provider}-{scenario}") as loop:
             result = loop.run(prompt)
@@ -120,7 +124,7 @@ def _one(sim: Any, base_url: str, provider: str, scenario: str, lang: str, workd
     sim.reset()
     sim.plan(_fault_plan(scenario))
     prompt = SCENARIOS[scenario].prompts[lang]
-    with ToolLoop(provider, model=_MODELS[provider], registry=registry, dispatcher=dispatcher,
+    with ToolLoop(provider, model=demo_model(provider), registry=registry, dispatcher=dispatcher,
                   base_url=base_url, api_key="sim-key", locale=lang, retry=DEMO_RETRY, timeout=5.0,
                   conversation_id=f"demo-{provider}-{scenario}") as loop:
         result = loop.run(prompt)
@@ -132,8 +136,9 @@ def _one(sim: Any, base_url: str, provider: str, scenario: str, lang: str, workd
 
 def check_selection(providers: Sequence[str], scenarios: Sequence[str]) -> None:
     """``UsageError`` for a provider or a scenario the demo does not know."""
+    known = sim_providers()
     for p in providers:
-        if p not in PROVIDERS:
+        if p not in known:
             raise UsageError(f"unknown provider {p!r}")
     for s in scenarios:
         if s not in SCENARIO_NAMES:
@@ -143,11 +148,13 @@ def check_selection(providers: Sequence[str], scenarios: Sequence[str]) -> None:
                              "pip install 'toolwire[mcp]'")
 
 
-def run_demo(providers: Sequence[str] = PROVIDERS, scenarios: Sequence[str] = SCENARIO_NAMES, lang: str = "en",
+def run_demo(providers: Sequence[str] | None = None, scenarios: Sequence[str] = SCENARIO_NAMES, lang: str = "en",
              on_run: Callable[[DemoRun], None] | None = None) -> list[DemoRun]:
-    """Run every scenario for every provider against a simulated provider started for the purpose."""
+    """Run every scenario for every provider (default: every one the simulator speaks, ``sim_providers()``)
+    against a simulated provider started for the purpose."""
     from ..sim import SimProvider
 
+    providers = sim_providers() if providers is None else providers
     check_selection(providers, scenarios)
     runs: list[DemoRun] = []
     sim = SimProvider()

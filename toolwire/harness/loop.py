@@ -39,7 +39,7 @@ import structlog
 
 from .. import _log
 from ..codecs.declare import Approximation, ToolChoice, declare
-from ..codecs.requests import body_conflicts, merge_body, options_fragment, request_body, user_message
+from ..codecs.requests import body_conflicts, http_part, merge_body, options_fragment, request_body, user_message
 from ..errors import UsageError
 from ..registry import Dispatcher, Registry, ResultKind, ToolResult
 from ..registry._steps import Steps, adrive, drive
@@ -204,13 +204,15 @@ class _Core:
         self.retry = retry if retry is not None else RetryPolicy()
         self.conversation_id = conversation_id or f"conv-{uuid.uuid4().hex[:12]}"
         self.max_tokens = max_tokens
-        self.echo_ids = echo_ids  # Gemini: False for endpoints that reject functionResponse.id (Vertex Express)
+        self.echo_ids = echo_ids  # Gemini: False for endpoints that refuse a call id in a result (Vertex Express)
+        #: the server keeps the conversation (Interactions): a request carries the new input only, after previous_id
+        self.server_history = http_part(provider).keeps_history
         self.log = {"conversation_id": self.conversation_id, "provider": provider}
         self.warnings: tuple[Approximation, ...] = ()
         self.tools_fragment, self.later_tools_fragment = self._tools(tool_choice, strict, parallel)
         self.extra = self._extra(temperature, reasoning_effort, extra_body)
         self.history: list[Any] = list(history or [])
-        if self.history and provider != "gemini-interactions":
+        if self.history and not self.server_history:
             # a stored conversation may come from anywhere: every call gets exactly one result, in the
             # provider's order, and malformed arguments a form the provider accepts, before it is sent again
             from ..history import repair_history
@@ -219,7 +221,7 @@ class _Core:
             if report.changed:
                 _log.emit(_log.WARNING, "loop.history_repaired", conversation_id=self.conversation_id,
                           provider=provider, actions=[a.kind.value for a in report.actions])
-        self.previous_id: str | None = None  # Interactions keep the conversation server-side
+        self.previous_id: str | None = None  # the last response, where the server keeps the conversation
         self.running = False  # a prompt is being run (see ``conversation``)
 
     # ---- request options ------------------------------------------------------------------------------------
@@ -385,26 +387,25 @@ class _Core:
         Responses turn is several items; Interactions keep the conversation server-side)."""
         from ..history import history_messages
 
-        if self.provider == "gemini-interactions":
+        if self.server_history:
             self.previous_id = turn.response_id
             self.history = []
         elif turn.assistant_message is not None:
             self.history.extend(history_messages(turn, []))
 
     def record(self, result: LoopResult, turn: Turn, results: list[ToolResult], attempts: int) -> None:
-        from ..history import history_messages
+        from ..history import encode_results, history_messages
 
         result.steps.append(StepRecord(turn=turn, results=results, attempts=attempts))
         for r in results:
             result.calls.append(CallOutcome(name=r.name, call_id=r.call_id, states=r.states,
                                             result_kind=r.kind.value))
-        entries = history_messages(turn, results, echo_ids=self.echo_ids)
-        if self.provider == "gemini-interactions":
-            # the server holds the conversation: send only the results, after this interaction
+        if self.server_history:
+            # the server holds the conversation: send only the results, after this response
+            self.history = encode_results(turn, results, echo_ids=self.echo_ids)
             self.previous_id = turn.response_id
-            self.history = [e for e in entries if isinstance(e, dict) and e.get("type") == "function_result"]
         else:
-            self.history.extend(entries)
+            self.history.extend(history_messages(turn, results, echo_ids=self.echo_ids))
 
     def finish(self, result: LoopResult, answer: str | None, reason: FallbackReason | None,
                error: BaseException | None = None) -> LoopResult:
@@ -516,9 +517,9 @@ class ToolLoop:
 
     ``provider`` is a dialect id; ``model`` the model name; ``base_url`` points at the provider (or at
     ``toolwire.sim``); the API key comes from ``api_key`` or the usual environment variable. ``echo_ids=False``
-    leaves Gemini's ``functionResponse.id`` out, for endpoints that reject it (Vertex Express). ``run(prompt)``
-    returns a ``LoopResult`` and never raises for a provider's or a model's failure (the fallback message is
-    the answer then); it raises ``UsageError`` for misuse.
+    leaves the call id out of Gemini's function responses, for endpoints that refuse it (Vertex Express).
+    ``run(prompt)`` returns a ``LoopResult`` and never raises for a provider's or a model's failure (the fallback
+    message is the answer then); it raises ``UsageError`` for misuse.
 
     Request options, sent in each dialect's own fields: ``tool_choice`` (a ``toolwire.ToolChoice``; one that
     forces a call applies to the first request of each prompt, the later ones get it as ``auto``), ``strict``

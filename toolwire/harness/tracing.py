@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 from .. import otel
 from ..codecs.base import add
-from ..codecs.telemetry import OPENAI_API_TYPES, OPERATION_NAMES, provider_name, request_attributes
+from ..codecs.telemetry import operation_name, provider_name, request_attributes, span_attributes
 from ..types import Turn
 from .errors import CallbackError, ProviderError
 
@@ -134,7 +134,7 @@ def start_request(core: Any, transport: Any, body: dict[str, Any]) -> Any:
 
         dialect = core.provider
         host, port = _server(transport)
-        operation = OPERATION_NAMES.get(dialect, "chat")
+        operation = operation_name(dialect)
         attributes: dict[str, Any] = {"gen_ai.operation.name": operation,
                                       "gen_ai.provider.name": provider_name(dialect, host),
                                       "gen_ai.request.model": core.model,
@@ -146,8 +146,7 @@ def start_request(core: Any, transport: Any, body: dict[str, Any]) -> Any:
         attributes.update(request_attributes(dialect, body))
         if core.stream:
             attributes["gen_ai.request.stream"] = True
-        if dialect in OPENAI_API_TYPES:
-            attributes["openai.api.type"] = OPENAI_API_TYPES[dialect]
+        attributes.update(span_attributes(dialect))
         return tracer.start_span(f"{operation} {core.model}", kind=SpanKind.CLIENT, attributes=attributes)
     except Exception as exc:  # noqa: BLE001
         otel.failed("start", exc)

@@ -27,7 +27,8 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from .. import _log
-from ..codecs.requests import ProviderErrorInfo, endpoint, parse_error
+from ..codecs import dialect_for
+from ..codecs.requests import ProviderErrorInfo, http_part, parse_error
 from ..errors import ProviderProtocolError
 from ..parser import StreamParser
 from ..types import Event, Turn
@@ -69,9 +70,12 @@ class _Base:
         self.stream = stream
         self.timeout = timeout if timeout is not None else DEFAULT_TIMEOUT
         # resolved once: a missing key is a UsageError now, not at the first request
-        self._endpoint = endpoint(provider, model=model, stream=stream, base_url=base_url, api_key=api_key)
+        http = http_part(provider)
+        self._endpoint = http.endpoint(model=model, stream=stream, base_url=base_url, api_key=api_key)
         self._secret = next((v.split(" ", 1)[-1] for k, v in self._endpoint.headers.items()
-                             if k in ("authorization", "x-api-key", "x-goog-api-key")), None)
+                             if k in http.secret_headers), None)
+        # a streamed body is framed the way the dialect's codec says (SSE, or a binary framing of its own)
+        self._format = dialect_for(provider).codec.framing.name if stream else "auto"
         _log.add_secret(self._secret)  # scrubbed from every log event from now on
         _log.add_secret(api_key)
         self._logged_url, password = _without_userinfo(self._endpoint.url)
@@ -82,7 +86,7 @@ class _Base:
         return self._endpoint.url
 
     def _parser(self) -> StreamParser:
-        return StreamParser(self.provider, format="sse" if self.stream else "auto")
+        return StreamParser(self.provider, format=self._format)
 
     def _classify(self, status: int, headers: Any, body: bytes) -> ProviderErrorInfo:
         """``parse_error``, leaving out what it cannot read: the retry headers, then the body, then both."""

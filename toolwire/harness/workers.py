@@ -35,18 +35,18 @@ from typing import Any, Callable, Sequence, TextIO
 
 import msgspec
 
-from ..codecs import PROVIDERS
 from ..errors import ToolwireError, UsageError
 from .demo import (
-    _MODELS,
     DEMO_RETRY,
     MCP_SCENARIOS,
     SCENARIO_NAMES,
     DemoRun,
     _fault_plan,
     check_selection,
+    demo_model,
     print_run,
     runs_to_json,
+    sim_providers,
 )
 
 #: the scenarios a durable worker runs: all but those whose tools are a local MCP server process
@@ -298,7 +298,7 @@ def _conversation_id(run_id: str, provider: str, scenario: str) -> str:
 
 
 def run_workers(workers: int = 4, database: str | None = None, *, kill_every: float | None = None,
-                providers: Sequence[str] = PROVIDERS, scenarios: Sequence[str] = WORKER_SCENARIOS, lang: str = "en",
+                providers: Sequence[str] | None = None, scenarios: Sequence[str] = WORKER_SCENARIOS, lang: str = "en",
                 timeout: float = 600.0, seed: int | None = None, rounds: int = 1, concurrency: int = 4,
                 on_run: Callable[[WorkerRun], None] | None = None) -> WorkersReport:
     """Run every scenario for every dialect as a durable conversation on ``workers`` DBOS worker processes.
@@ -325,6 +325,7 @@ def run_workers(workers: int = 4, database: str | None = None, *, kill_every: fl
         raise UsageError(f"concurrency must be between 1 and 256, got {concurrency!r}")
     if lang not in LOCALES:
         raise UsageError(f"unknown language {lang!r}; expected one of: {', '.join(LOCALES)}")
+    providers = sim_providers() if providers is None else providers
     check_selection(providers, scenarios)
     if set(scenarios) & set(MCP_SCENARIOS):
         raise UsageError(f"scenarios {', '.join(MCP_SCENARIOS)} run a local MCP server: not on durable workers")
@@ -535,12 +536,12 @@ def _worker_main(argv: Sequence[str]) -> int:
     else:
         ledger = PostgresLedger(ledger_spec, pool_size=4, timeout=30)
     loops = []
-    for provider in PROVIDERS:
+    for provider in sim_providers():
         for variant in ("", ":catalogue_down"):
             world = DemoWorld(args.effects)
             world.catalogue_up = not variant
             registry = world.registry(timeout=5.0, write_delay=args.write_pause)
-            loops.append(DurableLoop(provider, name=f"demo:{provider}{variant}", model=_MODELS[provider],
+            loops.append(DurableLoop(provider, name=f"demo:{provider}{variant}", model=demo_model(provider),
                                      registry=registry, dispatcher=Dispatcher(registry, ledger=ledger, backoff=0.01),
                                      base_url=args.sim, api_key="sim-key", locale=args.lang, retry=DEMO_RETRY,
                                      timeout=5.0))

@@ -134,6 +134,8 @@ def _check_result_content(content: Any, where: str) -> None:
 
 class Anthropic(Dialect):
     name = "anthropic"
+    demo_model = "claude-sonnet-4-5"
+    overloaded_status = 529
 
     def route(self, method: str, path: str) -> dict[str, Any] | None:
         return {} if method == "POST" and path.rstrip("/") == "/v1/messages" else None

@@ -80,9 +80,17 @@ def bearer(req: Request) -> bool:
 
 
 class Dialect:
-    """One provider API: routing, auth, request checks, and rendering the scripted model's reply."""
+    """One provider API: routing, auth, request checks, and rendering the scripted model's reply.
+
+    The simulator part of a dialect record (``toolwire.codecs.dialect.Dialect.sim`` names the class, which the
+    simulator imports when it starts). ``name`` is the dialect id; ``demo_model`` the model name ``toolwire demo``
+    asks for; ``overloaded_status`` the HTTP status of an overloaded server; ``body_indent`` the indentation of a
+    whole (non-streaming) JSON body, as the real API sends it (None: compact)."""
 
     name = ""
+    demo_model = "sim"
+    overloaded_status = 503
+    body_indent: int | None = None
 
     def route(self, method: str, path: str) -> dict[str, Any] | None:
         raise NotImplementedError
@@ -119,7 +127,7 @@ class Dialect:
 
     def in_stream_error_status(self, kind: str, req: Request) -> tuple[int, Any]:
         """What a non-streaming request gets for ``Fault.in_stream_error``."""
-        code = {"overloaded": 529 if self.name == "anthropic" else 503, "rate_limit": 429, "server": 500}[kind]
+        code = {"overloaded": self.overloaded_status, "rate_limit": 429, "server": 500}[kind]
         return code, self.status_body(Fault.status(code), req)
 
     def whole(self, reply: Reply, req: Request, *, max_tokens: bool) -> Any:

@@ -126,6 +126,7 @@ class OpenAIDialect(Dialect):
 
 class OpenAIChat(OpenAIDialect):
     name = "openai-chat"
+    demo_model = "gpt-4.1-mini"
     path = "/v1/chat/completions"
 
     def response_headers(self, req: Request) -> dict[str, str]:

@@ -114,6 +114,8 @@ def _b64_ok(sig: Any) -> bool:
 
 class Gemini(Dialect):
     name = "gemini"
+    demo_model = "gemini-2.5-flash"
+    body_indent = 2
 
     def route(self, method: str, path: str) -> dict[str, Any] | None:
         m = _ROUTE.match(path)

@@ -61,6 +61,7 @@ def _result_value(result: Any) -> Any:
 
 class Interactions(Dialect):
     name = "gemini-interactions"
+    demo_model = "gemini-2.5-flash"
 
     def route(self, method: str, path: str) -> dict[str, Any] | None:
         return {} if method == "POST" and _ROUTE.match(path.rstrip("/")) else None

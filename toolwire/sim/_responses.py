@@ -55,6 +55,7 @@ def _check_output_part(part: Any, where: str) -> None:
 
 class OpenAIResponses(OpenAIDialect):
     name = "openai-responses"
+    demo_model = "gpt-5-mini"
     path = "/v1/responses"
 
     def response_headers(self, req: Request) -> dict[str, str]:

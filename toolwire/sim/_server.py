@@ -16,18 +16,20 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from ._anthropic import Anthropic
+from ..codecs import dialects_with
 from ._base import Dialect, Ev, Request
-from ._chat import OpenAIChat
 from ._core import ApiError, Fault, Rand, RecordedRequest, Reply, Signer, dumps
-from ._gemini import Gemini
-from ._interactions import Interactions
 from ._model import respond
-from ._responses import OpenAIResponses
 
 __all__ = ["SimProvider"]
 
-DIALECTS: tuple[Dialect, ...] = (OpenAIChat(), OpenAIResponses(), Anthropic(), Gemini(), Interactions())
+
+def _dialects() -> tuple[Dialect, ...]:
+    """The simulator part of every dialect record that has one (``dialects_with("sim")``)."""
+    return tuple(d.simulator() for d in dialects_with("sim"))
+
+
+DIALECTS: tuple[Dialect, ...] = _dialects()
 
 
 class _Server(ThreadingHTTPServer):
@@ -92,7 +94,7 @@ class SimProvider:
         # plans for one conversation: (dialect, scenario) -> [queued faults, then]
         self._keyed: dict[tuple[str | None, str | None], list[Any]] = {}
         self._requests: list[RecordedRequest] = []
-        self._stores: dict[str, dict[str, Any]] = {"responses": {}, "interactions": {}}
+        self._stores: dict[str, dict[str, Any]] = {}  # what the dialects store, by store name
         self._registries: dict[str, dict[str, Any]] = {}
         self._count = 0
         self.base_url: str | None = None
@@ -176,11 +178,11 @@ class SimProvider:
     # ---- state the dialects keep ----------------------------------------------------------------------------------
     def _store_get(self, store: str, key: Any) -> Any:
         with self._lock:
-            return self._stores[store].get(key) if isinstance(key, str) else None
+            return self._stores.get(store, {}).get(key) if isinstance(key, str) else None
 
     def _store_put(self, store: str, key: str, value: Any) -> None:
         with self._lock:
-            self._stores[store][key] = value
+            self._stores.setdefault(store, {})[key] = value
 
     def _registry_get(self, name: str, key: Any) -> Any:
         with self._lock:
@@ -307,7 +309,7 @@ class SimProvider:
                 whole = dialect.ending_whole(reply, req, reason=fault.reason, partial=fault.partial)
             else:
                 whole = dialect.whole(reply, req, max_tokens=max_tokens)
-            data = dumps(whole, indent=2 if dialect.name == "gemini" else None)
+            data = dumps(whole, indent=dialect.body_indent)
             dialect.finish(reply, req, outcome=outcome)
             record(200)
             cut = None if not cutting else max(1, min(len(data) - 1, int(len(data) * fault.at)))

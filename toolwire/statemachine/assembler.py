@@ -6,11 +6,18 @@ Codecs (one per dialect) translate wire events into calls on this object: ``open
 * A call is completed only by ``complete()``, which a codec calls on its dialect's terminator; the arguments
   are parsed then, once. Arguments that do not parse leave the call ``complete`` with ``args`` None and a typed
   problem (it will be rejected, never run).
+* ``open_call(initial=)``: arguments given with a call's start are its whole value, unless they are a
+  placeholder (``{}`` or nothing), which is not kept; fragments that follow replace whatever came at the start.
+  A codec appends each non-empty fragment to ``CallRecord.fragments``, the fast path.
+* ``end_choice()`` is the dialect's end of a choice: with ``finish_terminates_calls`` (a dialect whose finish is
+  its calls' terminator, as Chat's) a clean finish completes the calls still open; with
+  ``length_cuts_last_item`` a token limit also truncates the call of the choice's last item (``item()``) when
+  it had already closed; then ``finish_choice()``, and a clean end while a call is still open
+  (``fail_unterminated``) is a protocol error on the whole turn.
 * ``finish_choice()`` with a length or content-filter reason truncates the open calls of that choice; an error
   truncates every open call and puts the stream in a terminal state (later payloads are ignored).
-* A clean end while a call is still open (``fail_unterminated``) is a protocol error on the whole turn.
 * ``end_of_stream()`` truncates every call still open and records ``stream_cut`` when no terminal event came.
-* ``stream_ended()`` records the stream's terminator (Chat ``[DONE]``, Anthropic ``message_stop`` …): a payload
+* ``stream_ended()`` records the stream's terminator (Chat ``[DONE]``, Anthropic's message stop event …): a payload
   after it is never read as the dialect's data (``Codec.feed_payloads`` makes it a protocol error).
 """
 
@@ -51,6 +58,8 @@ _json_decode = msgspec.json.decode
 _ACC = CallState.ACCUMULATING
 _ANN = CallState.ANNOUNCED
 _OPEN = (CallState.ANNOUNCED, CallState.ACCUMULATING)
+#: arguments given with a call's start that stand for "nothing yet": not kept as the call's value
+_PLACEHOLDERS = ("", "{}")
 
 
 def _split_json_values(text: str) -> list[str] | None:
@@ -146,9 +155,15 @@ class _ChoiceState:
 class Assembler:
     """Collects one turn's calls. Used by codecs; applications use ``StreamParser`` / ``parse``."""
 
-    def __init__(self, provider: str, *, recover_resends: bool = False, keep_calls: bool = True) -> None:
+    def __init__(self, provider: str, *, recover_resends: bool = False, keep_calls: bool = True,
+                 finish_terminates_calls: bool = False, length_cuts_last_item: bool = False) -> None:
         self.provider = provider
         self.recover_resends = recover_resends
+        #: the end of a choice is the terminator of its calls (``end_choice``)
+        self.finish_terminates_calls = finish_terminates_calls
+        #: a token limit also cuts the call of a choice's last item when it had closed (``end_choice``)
+        self.length_cuts_last_item = length_cuts_last_item
+        self._last: dict[int, tuple[int, CallRecord | None]] = {}  # per choice: its item of the highest index
         #: limits (see ``toolwire.limits``): over one, the turn records a ``limit_exceeded`` error
         self.max_depth = DEFAULT_MAX_DEPTH
         self.max_argument_chars = DEFAULT_MAX_ARGUMENT_CHARS
@@ -163,7 +178,7 @@ class Assembler:
         self.choices: dict[int, _ChoiceState] = {}
         self.error: StreamError | None = None
         self.failed = False  # terminal error state: later payloads are ignored
-        self.finished = False  # the dialect's end-of-turn event arrived
+        self.finished = False  # the dialect's end-of-turn event arrived (set at close, ``Codec.ended``)
         self.ended_by: str | None = None  # the stream's terminator, once it arrived: nothing may follow it
         self.response_id: str | None = None
         self.model: str | None = None
@@ -177,8 +192,9 @@ class Assembler:
     # ---- calls ----------------------------------------------------------------------------------------
     def open_call(self, *, call_id: str | None, name: str | None, kind: CallKind = CallKind.FUNCTION,
                   choice: int = 0, server: bool = False, server_type: str | None = None,
-                  meta: dict[str, Any] | None = None) -> CallRecord:
-        """Announce a new call and return its record."""
+                  meta: dict[str, Any] | None = None, initial: str | None = None) -> CallRecord:
+        """Announce a new call and return its record. ``initial``: the argument text its start carried, its whole
+        value unless it is a placeholder (``{}`` or nothing); fragments that follow replace it."""
         n = self._ordinal
         self._ordinal = n + 1
         index = self._count.get(choice, 0)
@@ -186,6 +202,9 @@ class Assembler:
         rec = CallRecord(provider=self.provider, local_id=f"tw-{n}", call_id=call_id or None, name=name or None,
                          kind=kind, index=index, choice=choice, server=server, server_type=server_type,
                          meta=meta, position_of=self.position_of)
+        rec.owner = self
+        if initial is not None and initial.strip() not in _PLACEHOLDERS:
+            rec.initial = initial
         if self.keep_calls:
             self.records.append(rec)
         if not server:
@@ -241,8 +260,8 @@ class Assembler:
         self._ended(rec)
 
     def terminate(self, rec: CallRecord | None) -> None:
-        """The terminator of an indexed block or step arrived (Anthropic ``content_block_stop``, Interactions
-        ``step.stop``): complete ``rec`` if it is still open. Streamed fragments replace the placeholder value
+        """The terminator of an indexed block or step arrived (an Anthropic block's or an Interactions step's
+        stop event): complete ``rec`` if it is still open. Streamed fragments replace the placeholder value
         given at the start (``input: {}``, ``arguments: {}``); a client call still without a name fails."""
         if rec is None or not rec.is_open:
             return
@@ -259,7 +278,7 @@ class Assembler:
             return
         raw = rec.raw
         if not raw.strip():
-            rec.args = {}  # no-argument tools stream nothing (Anthropic partial_json "" only)
+            rec.args = {}  # no-argument tools stream nothing (Anthropic: one empty fragment only)
             return
         try:
             value = _json_decode(raw)
@@ -367,6 +386,38 @@ class Assembler:
             self.truncate_open(ProblemCode.CUT_BY_FILTER, f"the turn was stopped by a filter ({raw})", choice)
         elif reason in (FinishReason.ERROR, FinishReason.OTHER):
             self.truncate_open(ProblemCode.STREAM_ERROR, f"the turn ended abnormally ({raw})", choice)
+
+    def item(self, index: int, rec: CallRecord | None, choice: int = 0) -> None:
+        """Item ``index`` (a content block, a part, a step) of ``choice`` started; ``rec`` is the call it is, if
+        any. The item with the highest index is the choice's last (see ``length_cuts_last_item``)."""
+        last = self._last.get(choice)
+        if last is None or index >= last[0]:
+            self._last[choice] = (index, rec)
+
+    def end_choice(self, choice: int, reason: FinishReason, raw: str | None, where: str) -> None:
+        """The dialect's end of ``choice`` (``where`` names it for messages) arrived with ``reason``: the end rules
+        of the module docstring, in order (a cut of the last item, the calls a clean finish terminates, the
+        finish, then the calls a clean end left open)."""
+        if reason is FinishReason.LENGTH and self.length_cuts_last_item:
+            last = self._last.get(choice)
+            rec = last[1] if last is not None else None
+            if rec is not None and rec.state is CallState.COMPLETE:
+                self.truncate(rec, ProblemCode.CUT_BY_LENGTH, f"the turn hit its token limit ({raw}) in this call")
+        if self.finish_terminates_calls and reason in _ENDED_CLEANLY:
+            for rec in self.open_records(choice):
+                if rec.name is None:
+                    self.fail(rec, ProblemCode.MISSING_NAME, "the call ended without a tool name")
+                else:
+                    self.complete(rec)
+        self.finish_choice(choice, reason, raw)
+        self.fail_unterminated(where, choice)
+
+    def choices_ended(self) -> bool:
+        """True when at least one choice appeared and every one has its finish (``end_choice``)."""
+        for st in self.choices.values():
+            if st.finish is None:
+                return False
+        return bool(self.choices)
 
     def stream_error(self, error: StreamError, code: ProblemCode = ProblemCode.STREAM_ERROR) -> None:
         """The provider reported an error (or sent garbage): open calls end, later payloads are ignored."""

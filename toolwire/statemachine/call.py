@@ -2,11 +2,17 @@
 
 Triggers are methods (``receive``, ``finish``, ``truncate``, ``fail``, ``reject``, ``dispatch``, ``answer``)
 that go through ``transitions``; an invalid one logs ``call.invalid_transition`` and raises ``InvalidTransition``.
-``append`` is the per-fragment hot path: a plain state check equivalent to the table's internal transition.
+
+``fragments`` is the per-fragment hot path codecs use, ``rec.fragments.append(text)``: while the call
+accumulates it is the fragment list itself (equivalent to the table's internal transition, at the cost of a list
+append), in every other state a guard whose ``append`` takes the checked path (the assembler's
+``append_or_fail``, which starts accumulating on the first fragment and fails a call that already ended); every
+transition points it at the right one. ``append`` is the checked path of a record without an assembler.
 """
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from transitions import MachineError
@@ -17,6 +23,21 @@ from ..types import CallKind, CallState, Problem, ProblemCode, ToolCall, Transit
 from .table import MACHINE, Trigger
 
 __all__ = ["CallRecord", "Step"]
+
+
+class _Checked:
+    """What ``CallRecord.fragments`` is while the call does not accumulate: its ``append`` takes the checked path
+    (the record is held weakly, so a record and its guard make no reference cycle)."""
+
+    __slots__ = ("_rec",)
+
+    def __init__(self, rec: "CallRecord") -> None:
+        self._rec = weakref.ref(rec)
+
+    def append(self, fragment: str) -> None:
+        rec = self._rec()
+        if rec is not None:
+            rec.checked_append(fragment)
 
 _ACCUMULATING = CallState.ACCUMULATING
 _EVENTS = MACHINE.events
@@ -43,7 +64,7 @@ class CallRecord:
     __slots__ = (
         "state", "provider", "local_id", "call_id", "name", "kind", "index", "choice", "server", "server_type",
         "frags", "initial", "final", "args", "raw", "problem", "meta", "history", "emitted", "position_of",
-        "alias_ids", "announced_at", "nchars", "__weakref__",
+        "alias_ids", "announced_at", "nchars", "fragments", "owner", "_guard", "__weakref__",
     )
 
     def __init__(self, *, provider: str, local_id: str, call_id: str | None, name: str | None,
@@ -72,6 +93,11 @@ class CallRecord:
         self.alias_ids: list[str] | None = None
         self.announced_at = position_of() if position_of is not None else None
         self.nchars = 0  # argument characters reported so far (checked against the turn's limit)
+        #: the assembler whose ``append_or_fail`` is the checked path (None: ``append``)
+        self.owner: Any = None
+        self._guard = _Checked(self)
+        #: where a codec appends a fragment: the list while accumulating, the guard otherwise
+        self.fragments: Any = self._guard
         MACHINE.add_model(self)
 
     @classmethod
@@ -104,10 +130,21 @@ class CallRecord:
         rec.announced_at = call.announced_at
         rec.nchars = len(call.raw_arguments)
         rec.history = [Step(t.trigger, t.src, t.dst, t.position) for t in call.history]
+        rec.owner = None
+        rec._guard = _Checked(rec)
+        rec.fragments = rec._guard
         MACHINE.add_model(rec, initial=call.state)
         return rec
 
     # ---- the hot path ---------------------------------------------------------------------------------
+    def checked_append(self, fragment: str) -> None:
+        """A fragment through the checked path: the owning assembler's ``append_or_fail`` (``append`` without
+        one)."""
+        if self.owner is not None:
+            self.owner.append_or_fail(self, fragment)
+        else:
+            self.append(fragment)
+
     def append(self, fragment: str) -> None:
         """Add an argument fragment. Raises ``InvalidTransition`` unless the call is announced or accumulating."""
         if self.state is _ACCUMULATING:
@@ -127,6 +164,7 @@ class CallRecord:
             raise InvalidTransition(call_id=self.call_id, local_id=self.local_id, state=src.value,
                                     trigger=trigger.value) from None
         dst = self.state
+        self.fragments = self.frags if dst is _ACCUMULATING else self._guard
         pos = self.position_of() if self.position_of is not None else None
         self.history.append(Step(trigger.value, src, dst, pos))
         if _log.enabled(_log.DEBUG):

@@ -12,7 +12,6 @@ capabilities records (name rule and length, maximum tools, strict schema depth, 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from types import ModuleType
 from typing import Any
 
 import msgspec
@@ -20,7 +19,6 @@ import msgspec
 from ...errors import UsageError
 from ...registry.errors import DuplicateToolError, ToolDeclarationError
 from ...schema_tools import Loss, SchemaConversionError, StrictSchemaError
-from . import anthropic, gemini, gemini_interactions, openai_chat, openai_responses
 from ._common import (
     REFUSED_SCHEMA,
     SCHEMA_MODES,
@@ -36,11 +34,13 @@ from ._common import (
     kind_finding,
     suggest_name,
 )
+from ._part import Declarations, lookup
 
 __all__ = [
     "DIALECTS",
     "SCHEMA_MODES",
     "Declaration",
+    "Declarations",
     "ToolSpec",
     "ToolChoice",
     "Approximation",
@@ -52,21 +52,22 @@ __all__ = [
     "declare_tool",
     "translate_choice",
     "load_tools",
+    "tools_list",
     "as_spec",
     "check_limits",
     "kind_finding",
     "suggest_name",
     "module_for",
+    "part_for",
 ]
 
-#: dialect id -> its declaration module
-DIALECTS: dict[str, ModuleType] = {
-    openai_chat.DIALECT: openai_chat,
-    openai_responses.DIALECT: openai_responses,
-    anthropic.DIALECT: anthropic,
-    gemini.DIALECT: gemini,
-    gemini_interactions.DIALECT: gemini_interactions,
-}
+
+def __getattr__(name: str) -> Any:
+    if name == "DIALECTS":  # dialect id -> its declarations part, from the registry
+        from .. import dialects
+
+        return {d.id: d.declarations for d in dialects()}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Declaration(msgspec.Struct, frozen=True, kw_only=True):
@@ -79,12 +80,18 @@ class Declaration(msgspec.Struct, frozen=True, kw_only=True):
     warnings: tuple[Approximation, ...] = ()
 
 
-def module_for(dialect: str) -> ModuleType:
-    """The declaration module of ``dialect``; raises ``UsageError`` for an unknown one."""
-    try:
-        return DIALECTS[dialect]
-    except KeyError:
-        raise UsageError(f"unknown dialect {dialect!r}; expected one of: {', '.join(DIALECTS)}") from None
+def part_for(dialect: str) -> Declarations:
+    """The declarations part of ``dialect``; raises ``UsageError`` for an unknown one."""
+    from .. import dialects
+
+    for d in dialects():
+        if d.id == dialect:
+            return d.declarations
+    raise UsageError(f"unknown dialect {dialect!r}; expected one of: {', '.join(d.id for d in dialects())}")
+
+
+#: the former name of ``part_for`` (it returned a module with the same functions)
+module_for = part_for
 
 
 def _check_mode(schema_mode: str) -> None:
@@ -100,7 +107,7 @@ def declare_tool(dialect: str, tool: Any, *, strict: bool = False, schema_mode: 
     ``UsageError``.
     """
     _check_mode(schema_mode)
-    return module_for(dialect).declare_tool(as_spec(tool), strict=strict, schema_mode=schema_mode)
+    return part_for(dialect).declare_tool(as_spec(tool), strict=strict, schema_mode=schema_mode)
 
 
 def _refuse_kinds(dialect: str, specs: Iterable[ToolSpec]) -> None:
@@ -111,13 +118,6 @@ def _refuse_kinds(dialect: str, specs: Iterable[ToolSpec]) -> None:
         raise DeclarationLimitError(refused[0], refused)
 
 
-def _choice(mod: ModuleType, choice: ToolChoice, names: list[str], strict: bool, custom: list[str]
-            ) -> ChoiceResult:
-    if custom:  # only the dialects that declare custom tools get here (the others refused them)
-        return mod.choice_fragment(choice, names, strict=strict, custom=custom)
-    return mod.choice_fragment(choice, names, strict=strict)
-
-
 def translate_choice(dialect: str, choice: ToolChoice, names: Iterable[str], *, strict: bool = False,
                      custom: Iterable[str] = ()) -> ChoiceResult:
     """``choice`` in ``dialect`` for the declared tool ``names``, of which ``custom`` are custom tools (OpenAI
@@ -125,10 +125,11 @@ def translate_choice(dialect: str, choice: ToolChoice, names: Iterable[str], *, 
 
     Raises ``ToolChoiceError`` for an unknown name, ``DeclarationLimitError`` when ``custom`` is not empty and
     the dialect has no custom tools."""
-    mod = module_for(dialect)
+    part = part_for(dialect)
     custom = list(custom)
     _refuse_kinds(dialect, [ToolSpec(name=n, kind="custom") for n in custom])
-    return _choice(mod, choice, list(names), strict, custom)
+    # only the dialects that declare custom tools get custom names (the others refused them)
+    return part.choice_fragment(choice, list(names), strict=strict, custom=custom)
 
 
 def declare(dialect: str, tools: Iterable[Any], *, choice: ToolChoice | None = None, strict: bool = False,
@@ -148,7 +149,7 @@ def declare(dialect: str, tools: Iterable[Any], *, choice: ToolChoice | None = N
     tool in the choice), ``DuplicateToolError``, ``ToolDeclarationError`` (a malformed tool), ``UsageError``
     (unknown dialect or mode, no tools).
     """
-    mod = module_for(dialect)
+    part = part_for(dialect)
     _check_mode(schema_mode)
     specs = [as_spec(t) for t in tools]
     if not specs:
@@ -160,7 +161,8 @@ def declare(dialect: str, tools: Iterable[Any], *, choice: ToolChoice | None = N
         seen.add(spec.name)
     _refuse_kinds(dialect, specs)
     choice = choice if choice is not None else ToolChoice()
-    result = _choice(mod, choice, [s.name for s in specs], strict, [s.name for s in specs if s.kind == "custom"])
+    result = part.choice_fragment(choice, [s.name for s in specs], strict=strict,
+                                  custom=[s.name for s in specs if s.kind == "custom"])
     chosen = specs if result.keep is None else [s for s in specs if s.name in set(result.keep)]
     declarations: list[dict[str, Any]] = []
     schemas: list[Any] = []
@@ -168,23 +170,27 @@ def declare(dialect: str, tools: Iterable[Any], *, choice: ToolChoice | None = N
     refusals: list[StrictSchemaError | SchemaConversionError] = []
     for spec in chosen:  # every tool, so that the error tells about all of them
         try:
-            declaration, lost = mod.declare_tool(spec, strict=strict, schema_mode=schema_mode)
+            declaration, lost = part.declare_tool(spec, strict=strict, schema_mode=schema_mode)
         except (StrictSchemaError, SchemaConversionError) as exc:
             refusals.append(exc)
             schemas.append(REFUSED_SCHEMA)  # its limits are those of a tool without a schema: name, kind, count
             continue
         declarations.append(declaration)
-        schemas.append(mod.schema_of(declaration))
+        schemas.append(part.schema_of(declaration))
         losses.extend(lost)
-    tools_fragment = mod.tools_fragment(declarations)
+    tools_fragment = part.tools_fragment(declarations)
     findings = check_limits(dialect, chosen, schemas, strict=strict, schema_mode=schema_mode,
-                            tools_payload=tools_fragment["tools"])
+                            tools_payload=part.tools_in(tools_fragment))
     if refusals:
         raise _every_problem(refusals, findings)
     if findings:
         raise DeclarationLimitError(findings[0], findings)
-    return Declaration(dialect=dialect, fragment={**tools_fragment, **result.fragment}, losses=tuple(losses),
-                       warnings=tuple(result.warnings) + tuple(mod.strict_warnings(strict)))
+    from ..requests import merge_body
+
+    # the tools and the choice may share an object (a tool configuration): merged key by key
+    fragment = merge_body(tools_fragment, result.fragment)
+    return Declaration(dialect=dialect, fragment=fragment, losses=tuple(losses),
+                       warnings=tuple(result.warnings) + tuple(part.strict_warnings(strict)))
 
 
 def _every_problem(refusals: list[StrictSchemaError | SchemaConversionError], findings: list[LimitFinding]
@@ -203,41 +209,66 @@ def _every_problem(refusals: list[StrictSchemaError | SchemaConversionError], fi
 # ---- reading tool lists ----------------------------------------------------------------------------------------
 
 
-def _entry(raw: Any, index: int) -> dict[str, Any]:
-    """One tool entry in any supported shape, as ``{"name", "description", "input_schema"}`` (a custom tool:
-    ``{"name", "description", "kind": "custom", "format"}``, the format in the Responses shape)."""
-    if not isinstance(raw, Mapping):
-        raise ToolDeclarationError(f"tool #{index} is not a JSON object", tool=None, rule="tool is an object")
-    if raw.get("type") == "custom" and isinstance(raw.get("custom"), Mapping):  # Chat custom tool
-        custom = raw["custom"]
-        fmt = custom.get("format")
-        if isinstance(fmt, Mapping) and fmt.get("type") == "grammar" and isinstance(fmt.get("grammar"), Mapping):
-            fmt = {"type": "grammar", "syntax": fmt["grammar"].get("syntax"),
-                   "definition": fmt["grammar"].get("definition")}
-        return {"name": custom.get("name"), "description": custom.get("description"), "kind": "custom",
-                "format": fmt}
-    if raw.get("kind") == "custom" or (raw.get("type") == "custom" and "input_schema" not in raw):
-        # a Responses custom tool, or a canonical one (Anthropic's {"type": "custom", input_schema} is a function)
+def _canonical(raw: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A canonical entry (``toolwire.Tool``'s fields: ``input_schema``, or ``kind: "custom"`` and ``format``), or
+    an MCP ``tools/list`` entry (``inputSchema``); None for anything else."""
+    if raw.get("kind") == "custom":
         return {"name": raw.get("name"), "description": raw.get("description"), "kind": "custom",
                 "format": raw.get("format")}
-    if raw.get("type") == "function" and isinstance(raw.get("function"), Mapping):  # Chat
-        fn = raw["function"]
-        return {"name": fn.get("name"), "description": fn.get("description"), "input_schema": fn.get("parameters")}
-    if "input_schema" in raw or "inputSchema" in raw:  # canonical, Anthropic, MCP
+    if "input_schema" in raw or "inputSchema" in raw:
         return {"name": raw.get("name"), "description": raw.get("description"),
                 "input_schema": raw.get("input_schema", raw.get("inputSchema"))}
-    if "parametersJsonSchema" in raw:  # Gemini JSON Schema declaration
-        return {"name": raw.get("name"), "description": raw.get("description"),
-                "input_schema": raw["parametersJsonSchema"]}
-    if "parameters" in raw and raw.get("type") == "function":  # Responses, Interactions
-        return {"name": raw.get("name"), "description": raw.get("description"), "input_schema": raw["parameters"]}
-    if "parameters" in raw:
-        raise ToolDeclarationError(f"tool #{index} ({raw.get('name')!r}) has Gemini OpenAPI 'parameters'; give a "
-                                   "JSON Schema (input_schema, inputSchema or parametersJsonSchema)",
-                                   tool=raw.get("name"), rule="JSON Schema input")
+    return None
+
+
+def _entry(raw: Any, index: int) -> dict[str, Any]:
+    """One tool entry in any supported shape, as ``{"name", "description", "input_schema"}`` (a custom tool:
+    ``{"name", "description", "kind": "custom", "format"}``, the format in the Responses shape): a canonical or
+    MCP entry, else the first dialect whose reader knows the shape, else a bare name (no arguments)."""
+    from .. import dialects
+
+    if not isinstance(raw, Mapping):
+        raise ToolDeclarationError(f"tool #{index} is not a JSON object", tool=None, rule="tool is an object")
+    entry = _canonical(raw)
+    if entry is not None:
+        return entry
+    for d in dialects():
+        entry = d.declarations.read_tool(raw, index)
+        if entry is not None:
+            return entry
     if "name" in raw:
         return {"name": raw.get("name"), "description": raw.get("description"), "input_schema": None}
     raise ToolDeclarationError(f"tool #{index} has no name", tool=None, rule="name")
+
+
+def _group(raw: Any) -> list[Any] | None:
+    """The entries a list item stands for, when some dialect groups several tools in one."""
+    from .. import dialects
+
+    if not isinstance(raw, Mapping):
+        return None
+    for d in dialects():
+        group = d.declarations.tool_group(raw)
+        if group is not None:
+            return group
+    return None
+
+
+def tools_list(doc: Any) -> Any:
+    """The tools list of a document: the list itself, the ``tools`` of an MCP ``tools/list`` result (or its
+    JSON-RPC envelope), or the list a request body (or fragment) holds where some dialect puts its tools; None
+    when there is none."""
+    from .. import dialects
+
+    if isinstance(doc, Mapping) and isinstance(doc.get("result"), Mapping) and "jsonrpc" in doc:
+        doc = doc["result"]
+    if not isinstance(doc, Mapping):
+        return doc if isinstance(doc, list) else None
+    for path in [("tools",)] + [d.declarations.tools_at for d in dialects()]:
+        found = lookup(doc, path)
+        if isinstance(found, list):
+            return found
+    return None
 
 
 def load_tools(doc: Any) -> list[ToolSpec]:
@@ -255,23 +286,17 @@ def load_tools(doc: Any) -> list[ToolSpec]:
     """
     from ...registry.tool import _schema_validator
 
-    if isinstance(doc, Mapping) and isinstance(doc.get("result"), Mapping) and "jsonrpc" in doc:
-        doc = doc["result"]
-    if isinstance(doc, Mapping):
-        if isinstance(doc.get("tools"), list):
-            doc = doc["tools"]
-        elif isinstance(doc.get("functionDeclarations"), list):
-            doc = [doc]
-        else:
-            raise ToolDeclarationError("expected a list of tools or an object with a 'tools' list", tool=None,
-                                       rule="tools list")
-    if not isinstance(doc, list):
+    found = tools_list(doc)
+    if found is None and _group(doc) is not None:
+        found = [doc]  # one item that groups several tools
+    if not isinstance(found, list):
         raise ToolDeclarationError("expected a list of tools or an object with a 'tools' list", tool=None,
                                    rule="tools list")
     entries: list[dict[str, Any]] = []
-    for i, raw in enumerate(doc):
-        if isinstance(raw, Mapping) and isinstance(raw.get("functionDeclarations"), list):
-            entries.extend(_entry(d, i) for d in raw["functionDeclarations"])
+    for i, raw in enumerate(found):
+        group = _group(raw)
+        if group is not None:
+            entries.extend(_entry(d, i) for d in group)
         else:
             entries.append(_entry(raw, i))
     specs: list[ToolSpec] = []

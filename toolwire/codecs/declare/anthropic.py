@@ -17,47 +17,54 @@ Nearest equivalents (returned as ``Approximation`` warnings, never silent):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from ...schema_tools import Loss
 from ._common import Approximation, ChoiceResult, ToolChoice, ToolSpec, check_choice_names, refuse_kind
+from ._part import Declarations
+
+__all__ = ["DIALECT", "AnthropicDeclarations", "PART"]
 
 DIALECT = "anthropic"
 
 
-def declare_tool(spec: ToolSpec, *, strict: bool = False, schema_mode: str = "json_schema"
-                 ) -> tuple[dict[str, Any], tuple[Loss, ...]]:
-    """One tool declaration (the schema is sent as given). A custom (free-text) tool raises
-    ``DeclarationLimitError``: Anthropic tools take JSON input only."""
-    refuse_kind(DIALECT, spec)
-    out: dict[str, Any] = {"name": spec.name}
-    if spec.description:
-        out["description"] = spec.description
-    out["input_schema"] = spec.input_schema
-    if strict:
-        out["strict"] = True
-    return out, ()
+class AnthropicDeclarations(Declarations):
+    """Anthropic Messages tools and ``tool_choice`` (see the module docstring). An Anthropic tools entry
+    (``{name, description, input_schema}``) is also toolwire's canonical shape, so ``read_tool`` adds nothing."""
+
+    dialect = DIALECT
+
+    def declare_tool(self, spec: ToolSpec, *, strict: bool = False, schema_mode: str = "json_schema"
+                     ) -> tuple[dict[str, Any], tuple[Loss, ...]]:
+        """One tool declaration (the schema is sent as given). A custom (free-text) tool raises
+        ``DeclarationLimitError``: Anthropic tools take JSON input only."""
+        refuse_kind(DIALECT, spec)
+        out: dict[str, Any] = {"name": spec.name}
+        if spec.description:
+            out["description"] = spec.description
+        out["input_schema"] = spec.input_schema
+        if strict:
+            out["strict"] = True
+        return out, ()
+
+    def schema_of(self, declaration: dict[str, Any]) -> dict[str, Any]:
+        return declaration.get("input_schema") or {}
+
+    def strict_warnings(self, strict: bool) -> tuple[Approximation, ...]:
+        if not strict:
+            return ()
+        return (Approximation(code="strict_not_transformed",
+                              detail="anthropic: strict: true sent with the schema unchanged (Anthropic's strict "
+                                     "subset is not documented; the API may refuse a schema it cannot compile)"),)
+
+    def choice_fragment(self, choice: ToolChoice, names: Sequence[str], *, strict: bool = False,
+                        custom: Collection[str] = ()) -> ChoiceResult:
+        """``tool_choice`` for ``choice``; an allowed subset is declared as fewer tools (see the module doc)."""
+        return _choice(choice, names)
 
 
-def schema_of(declaration: dict[str, Any]) -> dict[str, Any]:
-    return declaration.get("input_schema") or {}
-
-
-def tools_fragment(declarations: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"tools": declarations}
-
-
-def strict_warnings(strict: bool) -> tuple[Approximation, ...]:
-    if not strict:
-        return ()
-    return (Approximation(code="strict_not_transformed",
-                          detail="anthropic: strict: true sent with the schema unchanged (Anthropic's strict subset "
-                                 "is not documented; the API may refuse a schema it cannot compile)"),)
-
-
-def choice_fragment(choice: ToolChoice, names: Sequence[str], *, strict: bool = False) -> ChoiceResult:
-    """``tool_choice`` for ``choice``; an allowed subset is declared as fewer tools (see the module doc)."""
+def _choice(choice: ToolChoice, names: Sequence[str]) -> ChoiceResult:
     check_choice_names(DIALECT, choice, names)
     warnings: list[Approximation] = []
     flag: dict[str, Any] = {}
@@ -85,3 +92,6 @@ def choice_fragment(choice: ToolChoice, names: Sequence[str], *, strict: bool = 
                        f"tool_choice {value['type']!r} (the other tools' descriptions are not sent; the prompt "
                        "cache prefix changes)"))
     return ChoiceResult(fragment={"tool_choice": value}, keep=keep, warnings=tuple(warnings))
+
+
+PART = AnthropicDeclarations()

@@ -19,11 +19,15 @@ properties).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
+from ...registry.errors import ToolDeclarationError
 from ...schema_tools import Loss, gemini_schema, ignored_keywords
 from ._common import Approximation, ChoiceResult, ToolChoice, ToolSpec, check_choice_names, refuse_kind
+from ._part import Declarations
+
+__all__ = ["DIALECT", "GeminiDeclarations", "PART"]
 
 DIALECT = "gemini"
 
@@ -47,14 +51,6 @@ def declare_tool(spec: ToolSpec, *, strict: bool = False, schema_mode: str = "js
 
 def schema_of(declaration: dict[str, Any]) -> dict[str, Any]:
     return declaration.get("parametersJsonSchema") or declaration.get("parameters") or {}
-
-
-def tools_fragment(declarations: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"tools": [{"functionDeclarations": declarations}]}
-
-
-def strict_warnings(strict: bool) -> tuple[Approximation, ...]:
-    return ()
 
 
 def choice_fragment(choice: ToolChoice, names: Sequence[str], *, strict: bool = False) -> ChoiceResult:
@@ -89,3 +85,45 @@ def choice_fragment(choice: ToolChoice, names: Sequence[str], *, strict: bool = 
                                       detail="gemini has no setting to forbid parallel function calls; not sent"))
     return ChoiceResult(fragment={"toolConfig": {"functionCallingConfig": config}}, keep=keep,
                         warnings=tuple(warnings))
+
+
+class GeminiDeclarations(Declarations):
+    """Gemini ``functionDeclarations`` and ``toolConfig`` (see the module docstring)."""
+
+    dialect = DIALECT
+    choice_at = ("toolConfig", "functionCallingConfig")
+
+    def declare_tool(self, spec: ToolSpec, *, strict: bool = False, schema_mode: str = "json_schema"
+                     ) -> tuple[dict[str, Any], tuple[Loss, ...]]:
+        return declare_tool(spec, strict=strict, schema_mode=schema_mode)
+
+    def schema_of(self, declaration: dict[str, Any]) -> dict[str, Any]:
+        return schema_of(declaration)
+
+    def tools_value(self, declarations: list[dict[str, Any]]) -> Any:
+        """One tool holding every function declaration."""
+        return [{"functionDeclarations": declarations}]
+
+    def choice_fragment(self, choice: ToolChoice, names: Sequence[str], *, strict: bool = False,
+                        custom: Collection[str] = ()) -> ChoiceResult:
+        return choice_fragment(choice, names, strict=strict)
+
+    def tool_group(self, raw: Mapping[str, Any]) -> list[Any] | None:
+        """A tool of ``functionDeclarations``."""
+        group = raw.get("functionDeclarations")
+        return group if isinstance(group, list) else None
+
+    def read_tool(self, raw: Mapping[str, Any], index: int) -> dict[str, Any] | None:
+        """A function declaration with ``parametersJsonSchema``; one with the OpenAPI ``parameters`` is refused
+        (a JSON Schema is needed)."""
+        if "parametersJsonSchema" in raw:
+            return {"name": raw.get("name"), "description": raw.get("description"),
+                    "input_schema": raw["parametersJsonSchema"]}
+        if "parameters" in raw and raw.get("type") != "function":
+            raise ToolDeclarationError(f"tool #{index} ({raw.get('name')!r}) has Gemini OpenAPI 'parameters'; give a "
+                                       "JSON Schema (input_schema, inputSchema or parametersJsonSchema)",
+                                       tool=raw.get("name"), rule="JSON Schema input")
+        return None
+
+
+PART = GeminiDeclarations()

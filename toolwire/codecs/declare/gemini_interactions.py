@@ -11,11 +11,15 @@ sends ``validated`` in place of ``auto``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from ...schema_tools import Loss, ignored_keywords
 from ._common import Approximation, ChoiceResult, ToolChoice, ToolSpec, check_choice_names, refuse_kind
+from ._part import Declarations
+from .openai_responses import read_flat_tool
+
+__all__ = ["DIALECT", "InteractionsDeclarations", "PART"]
 
 DIALECT = "gemini-interactions"
 
@@ -30,18 +34,6 @@ def declare_tool(spec: ToolSpec, *, strict: bool = False, schema_mode: str = "js
         out["description"] = spec.description
     out["parameters"] = spec.input_schema
     return out, ignored_keywords(spec.input_schema, tool=spec.name, documented=True)
-
-
-def schema_of(declaration: dict[str, Any]) -> dict[str, Any]:
-    return declaration.get("parameters") or {}
-
-
-def tools_fragment(declarations: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"tools": declarations}
-
-
-def strict_warnings(strict: bool) -> tuple[Approximation, ...]:
-    return ()
 
 
 def choice_fragment(choice: ToolChoice, names: Sequence[str], *, strict: bool = False) -> ChoiceResult:
@@ -68,3 +60,24 @@ def choice_fragment(choice: ToolChoice, names: Sequence[str], *, strict: bool = 
                                       detail="gemini-interactions has no setting to forbid parallel function calls; "
                                              "not sent"))
     return ChoiceResult(fragment={"generation_config": {"tool_choice": value}}, warnings=tuple(warnings))
+
+
+class InteractionsDeclarations(Declarations):
+    """Gemini Interactions tools and ``generation_config.tool_choice`` (see the module docstring)."""
+
+    dialect = DIALECT
+    choice_at = ("generation_config", "tool_choice")
+
+    def declare_tool(self, spec: ToolSpec, *, strict: bool = False, schema_mode: str = "json_schema"
+                     ) -> tuple[dict[str, Any], tuple[Loss, ...]]:
+        return declare_tool(spec, strict=strict, schema_mode=schema_mode)
+
+    def choice_fragment(self, choice: ToolChoice, names: Sequence[str], *, strict: bool = False,
+                        custom: Collection[str] = ()) -> ChoiceResult:
+        return choice_fragment(choice, names, strict=strict)
+
+    def read_tool(self, raw: Mapping[str, Any], index: int) -> dict[str, Any] | None:
+        return read_flat_tool(raw, index)
+
+
+PART = InteractionsDeclarations()

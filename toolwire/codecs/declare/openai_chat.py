@@ -12,11 +12,14 @@ provider does not guarantee strict schemas for parallel calls).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from ...schema_tools import Loss, strict_schema
-from ._common import Approximation, ChoiceResult, ToolChoice, ToolSpec, check_choice_names, openai_parallel
+from ._common import ChoiceResult, ToolChoice, ToolSpec, check_choice_names, openai_parallel
+from ._part import Declarations
+
+__all__ = ["DIALECT", "ChatDeclarations", "PART"]
 
 DIALECT = "openai-chat"
 
@@ -59,14 +62,6 @@ def schema_of(declaration: dict[str, Any]) -> dict[str, Any]:
     return declaration["function"].get("parameters") or {}
 
 
-def tools_fragment(declarations: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"tools": declarations}
-
-
-def strict_warnings(strict: bool) -> tuple[Approximation, ...]:
-    return ()
-
-
 def _ref(name: str, custom: Collection[str]) -> dict[str, Any]:
     kind = "custom" if name in custom else "function"
     return {"type": kind, kind: {"name": name}}
@@ -87,3 +82,43 @@ def choice_fragment(choice: ToolChoice, names: Sequence[str], *, strict: bool = 
         value = choice.mode
     extra, warnings = openai_parallel(choice, strict)
     return ChoiceResult(fragment={"tool_choice": value, **extra}, warnings=warnings)
+
+
+def read_tool(raw: Mapping[str, Any], index: int) -> dict[str, Any] | None:
+    """A Chat tools entry: a function nested under ``function``, or a custom tool under ``custom`` (its grammar
+    format rewritten in the Responses shape)."""
+    if raw.get("type") == "custom" and isinstance(raw.get("custom"), Mapping):
+        custom = raw["custom"]
+        fmt = custom.get("format")
+        if isinstance(fmt, Mapping) and fmt.get("type") == "grammar" and isinstance(fmt.get("grammar"), Mapping):
+            fmt = {"type": "grammar", "syntax": fmt["grammar"].get("syntax"),
+                   "definition": fmt["grammar"].get("definition")}
+        return {"name": custom.get("name"), "description": custom.get("description"), "kind": "custom",
+                "format": fmt}
+    if raw.get("type") == "function" and isinstance(raw.get("function"), Mapping):
+        fn = raw["function"]
+        return {"name": fn.get("name"), "description": fn.get("description"), "input_schema": fn.get("parameters")}
+    return None
+
+
+class ChatDeclarations(Declarations):
+    """OpenAI Chat Completions tools and ``tool_choice`` (see the module docstring)."""
+
+    dialect = DIALECT
+
+    def declare_tool(self, spec: ToolSpec, *, strict: bool = False, schema_mode: str = "json_schema"
+                     ) -> tuple[dict[str, Any], tuple[Loss, ...]]:
+        return declare_tool(spec, strict=strict, schema_mode=schema_mode)
+
+    def schema_of(self, declaration: dict[str, Any]) -> dict[str, Any]:
+        return schema_of(declaration)
+
+    def choice_fragment(self, choice: ToolChoice, names: Sequence[str], *, strict: bool = False,
+                        custom: Collection[str] = ()) -> ChoiceResult:
+        return choice_fragment(choice, names, strict=strict, custom=custom)
+
+    def read_tool(self, raw: Mapping[str, Any], index: int) -> dict[str, Any] | None:
+        return read_tool(raw, index)
+
+
+PART = ChatDeclarations()

@@ -10,11 +10,14 @@ format?}``, the format flat (``{"type": "grammar", "syntax", "definition"}``). `
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from ...schema_tools import Loss, strict_schema
-from ._common import Approximation, ChoiceResult, ToolChoice, ToolSpec, check_choice_names, openai_parallel
+from ._common import ChoiceResult, ToolChoice, ToolSpec, check_choice_names, openai_parallel
+from ._part import Declarations
+
+__all__ = ["DIALECT", "ResponsesDeclarations", "PART", "read_flat_tool"]
 
 DIALECT = "openai-responses"
 
@@ -43,18 +46,6 @@ def declare_tool(spec: ToolSpec, *, strict: bool = False, schema_mode: str = "js
     return out, losses
 
 
-def schema_of(declaration: dict[str, Any]) -> dict[str, Any]:
-    return declaration.get("parameters") or {}
-
-
-def tools_fragment(declarations: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"tools": declarations}
-
-
-def strict_warnings(strict: bool) -> tuple[Approximation, ...]:
-    return ()
-
-
 def _ref(name: str, custom: Collection[str]) -> dict[str, Any]:
     return {"type": "custom" if name in custom else "function", "name": name}
 
@@ -73,3 +64,35 @@ def choice_fragment(choice: ToolChoice, names: Sequence[str], *, strict: bool = 
         value = choice.mode
     extra, warnings = openai_parallel(choice, strict)
     return ChoiceResult(fragment={"tool_choice": value, **extra}, warnings=warnings)
+
+
+def read_flat_tool(raw: Mapping[str, Any], index: int) -> dict[str, Any] | None:
+    """A flat function tool entry (``{"type": "function", name, description?, parameters}``, as Responses and
+    Gemini Interactions declare them), or None."""
+    if "parameters" in raw and raw.get("type") == "function":
+        return {"name": raw.get("name"), "description": raw.get("description"), "input_schema": raw["parameters"]}
+    return None
+
+
+class ResponsesDeclarations(Declarations):
+    """OpenAI Responses tools and ``tool_choice`` (see the module docstring)."""
+
+    dialect = DIALECT
+
+    def declare_tool(self, spec: ToolSpec, *, strict: bool = False, schema_mode: str = "json_schema"
+                     ) -> tuple[dict[str, Any], tuple[Loss, ...]]:
+        return declare_tool(spec, strict=strict, schema_mode=schema_mode)
+
+    def choice_fragment(self, choice: ToolChoice, names: Sequence[str], *, strict: bool = False,
+                        custom: Collection[str] = ()) -> ChoiceResult:
+        return choice_fragment(choice, names, strict=strict, custom=custom)
+
+    def read_tool(self, raw: Mapping[str, Any], index: int) -> dict[str, Any] | None:
+        """A flat function tool, or a custom tool (``{"type": "custom", name, description?, format?}``)."""
+        if raw.get("type") == "custom" and "input_schema" not in raw:
+            return {"name": raw.get("name"), "description": raw.get("description"), "kind": "custom",
+                    "format": raw.get("format")}
+        return read_flat_tool(raw, index)
+
+
+PART = ResponsesDeclarations()

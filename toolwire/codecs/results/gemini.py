@@ -43,9 +43,10 @@ from ._common import (
     object_arguments,
     split_results,
 )
+from ._part import Results
 from ._parts import GEMINI_MEDIA, media, pieces, structured_of
 
-__all__ = ["PROVIDER", "SKIP_SIGNATURE", "encode", "replay", "repair", "function_response"]
+__all__ = ["PROVIDER", "PART", "SKIP_SIGNATURE", "encode", "replay", "repair", "function_response"]
 
 PROVIDER = "gemini"
 
@@ -437,3 +438,26 @@ def _sign(out: list[Any], placed: list[tuple[int, int]], groups: dict[int, list[
         actions.add(RepairKind.INSERTED_THOUGHT_SIGNATURE, i, call.id, call.name,
                     detail="a model content of the current turn whose calls carry no thought signature got the "
                            f"documented {SKIP_SIGNATURE!r} on its first call (Gemini 3 refuses it without one)")
+
+
+class GeminiResults(Results):
+    """Gemini functionResponse contents, replay and repair (see the module docstring)."""
+
+    dialect = PROVIDER
+
+    def encode(self, turn: Turn, pairs: list[Pair], *, echo_ids: bool = True) -> Any:
+        return encode(turn, pairs, echo_ids=echo_ids)
+
+    def replay(self, turn: Turn, calls: list[ToolCall]) -> list[Any]:
+        return replay(turn, calls)
+
+    def repair(self, messages: list[Any], *, echo_ids: bool = True, counter: CallCounter
+               ) -> tuple[list[Any], Actions]:
+        return repair(messages, echo_ids=echo_ids, counter=counter)
+
+    def user_message(self, text: str, *, alone: bool = True) -> Any:
+        """A user content with one text part."""
+        return {"role": "user", "parts": [{"text": text}]}
+
+
+PART = GeminiResults()

@@ -42,6 +42,7 @@ from ._common import (
     wire_id,
 )
 from ._flat import Group, place_results
+from ._part import Results
 from ._parts import (
     INTERACTIONS_AUDIO,
     INTERACTIONS_DOCUMENTS,
@@ -51,7 +52,7 @@ from ._parts import (
     structured_of,
 )
 
-__all__ = ["PROVIDER", "encode", "replay", "repair"]
+__all__ = ["PROVIDER", "PART", "encode", "replay", "repair"]
 
 PROVIDER = "gemini-interactions"
 
@@ -211,3 +212,26 @@ def repair(steps: list[Any], *, echo_ids: bool = True, counter: CallCounter) -> 
 
     out = place_results(steps, groups, _result_id, missing, actions, set_result_id=_set_result_id)
     return out, actions
+
+
+class InteractionsResults(Results):
+    """Gemini Interactions function_result steps, replay and repair (see the module docstring)."""
+
+    dialect = PROVIDER
+
+    def encode(self, turn: Turn, pairs: list[Pair], *, echo_ids: bool = True) -> Any:
+        return encode(turn, pairs, echo_ids=echo_ids)
+
+    def replay(self, turn: Turn, calls: list[ToolCall]) -> list[Any]:
+        return replay(turn, calls)
+
+    def repair(self, messages: list[Any], *, echo_ids: bool = True, counter: CallCounter
+               ) -> tuple[list[Any], Actions]:
+        return repair(messages, echo_ids=echo_ids, counter=counter)
+
+    def user_message(self, text: str, *, alone: bool = True) -> Any:
+        """The user's text as the whole ``input``, or as a text content among other input."""
+        return text if alone else {"type": "text", "text": text}
+
+
+PART = InteractionsResults()

@@ -12,6 +12,7 @@ without one gets the synthetic id its result uses).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ...types import CallKind, ToolCall, Turn
@@ -30,9 +31,10 @@ from ._common import (
     wire_id,
 )
 from ._flat import Group, place_results
+from ._part import Results
 from ._parts import joined, pieces
 
-__all__ = ["PROVIDER", "encode", "replay", "repair"]
+__all__ = ["PROVIDER", "PART", "encode", "replay", "repair"]
 
 PROVIDER = "openai-chat"
 
@@ -156,3 +158,34 @@ def repair(items: list[Any], *, echo_ids: bool = True, counter: CallCounter) -> 
 
     out = place_results(items, groups, _result_id, missing, actions, set_result_id=_set_result_id)
     return out, actions
+
+
+class ChatResults(Results):
+    """OpenAI Chat tool messages, replay and repair (see the module docstring)."""
+
+    dialect = PROVIDER
+    renames_ids = True
+
+    def encode(self, turn: Turn, pairs: list[Pair], *, echo_ids: bool = True) -> Any:
+        return encode(turn, pairs, echo_ids=echo_ids)
+
+    def replay(self, turn: Turn, calls: list[ToolCall]) -> list[Any]:
+        return replay(turn, calls)
+
+    def repair(self, messages: list[Any], *, echo_ids: bool = True, counter: CallCounter
+               ) -> tuple[list[Any], Actions]:
+        return repair(messages, echo_ids=echo_ids, counter=counter)
+
+    def rename_ids(self, messages: list[Any], new_id: Callable[[Any], Any]) -> None:
+        """Every ``tool_calls[].id`` and every tool message's ``tool_call_id``."""
+        for msg in messages:
+            if not isinstance(msg, dict):
+                continue
+            for tc in msg.get("tool_calls") or ():
+                if isinstance(tc, dict) and "id" in tc:
+                    tc["id"] = new_id(tc["id"])
+            if msg.get("role") == "tool" and "tool_call_id" in msg:
+                msg["tool_call_id"] = new_id(msg["tool_call_id"])
+
+
+PART = ChatResults()

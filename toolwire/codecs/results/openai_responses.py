@@ -49,9 +49,10 @@ from ._common import (
     wire_id,
 )
 from ._flat import Group, place_results
+from ._part import Results
 from ._parts import OPENAI_IMAGES, PDF, joined, media, pieces
 
-__all__ = ["PROVIDER", "encode", "replay", "repair", "BLANK_SCREENSHOT"]
+__all__ = ["PROVIDER", "PART", "encode", "replay", "repair", "BLANK_SCREENSHOT"]
 
 PROVIDER = "openai-responses"
 
@@ -364,3 +365,22 @@ def repair(items: list[Any], *, echo_ids: bool = True, counter: CallCounter) -> 
     out = place_results(items, groups, _result_id, missing, actions, set_result_id=_set_result_id, drop=drop,
                         keep_unknown=keep_unknown)
     return out, actions
+
+
+class ResponsesResults(Results):
+    """OpenAI Responses output items, replay and repair (see the module docstring)."""
+
+    dialect = PROVIDER
+
+    def encode(self, turn: Turn, pairs: list[Pair], *, echo_ids: bool = True) -> Any:
+        return encode(turn, pairs, echo_ids=echo_ids)
+
+    def replay(self, turn: Turn, calls: list[ToolCall]) -> list[Any]:
+        return replay(turn, calls)
+
+    def repair(self, messages: list[Any], *, echo_ids: bool = True, counter: CallCounter
+               ) -> tuple[list[Any], Actions]:
+        return repair(messages, echo_ids=echo_ids, counter=counter)
+
+
+PART = ResponsesResults()
