@@ -293,6 +293,29 @@ class BedrockConverseAdapter(Adapter):
         assert [b["toolResult"]["toolUseId"] for b in msgs[1]["content"]] == ids
         assert msgs[0]["content"][:2] == [REASONING, REDACTED]
 
+    native_types = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp", "application/pdf"})
+
+    def media_of(self, message: Any) -> list[tuple[str, str]]:
+        out = []
+        for block in message["content"]:
+            for item in block["toolResult"]["content"]:
+                if "image" in item:
+                    out.append(("image/" + item["image"]["format"], item["image"]["source"]["bytes"]))
+                elif "document" in item:
+                    assert item["document"]["format"] == "pdf"
+                    out.append(("application/pdf", item["document"]["source"]["bytes"]))
+        return out
+
+    def structured_text(self, encoded: Any) -> str:
+        [item] = _only(encoded)["content"][0]["toolResult"]["content"]
+        return item["text"]
+
+    def first_text(self, encoded: Any) -> str:
+        return _only(encoded)["content"][0]["toolResult"]["content"][0]["text"]
+
+    def error_flagged(self, encoded: Any) -> bool:
+        return _only(encoded)["content"][0]["toolResult"]["status"] == "error"
+
     def check_sdk(self, message: Any) -> None:
         shapes.validate_request(message, "Message")
 
