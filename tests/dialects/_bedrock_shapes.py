@@ -52,13 +52,14 @@ def to_python(value: Any, s: Any) -> Any:
     return value
 
 
-def validate_request(params: Any, shape_name: str) -> None:
-    """``params`` (JSON wire form) passes botocore's ParamValidator for ``shape_name`` and the strict walk."""
+def validate_request(params: Any, shape_name: str, *, extra: Iterable[tuple[str, str]] = ()) -> None:
+    """``params`` (JSON wire form) passes botocore's ParamValidator for ``shape_name`` and the strict walk
+    (``extra`` as for ``problems``)."""
     from botocore.validate import ParamValidator
 
     report = ParamValidator().validate(to_python(params, shape(shape_name)), shape(shape_name))
     assert not report.has_errors(), report.generate_report()
-    found = problems(params, shape_name)
+    found = problems(params, shape_name, extra=extra)
     assert found == [], found
 
 

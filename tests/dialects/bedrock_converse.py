@@ -30,9 +30,10 @@ REASONING = {"reasoningContent": {"reasoningText": {"text": "The user wants the 
 REDACTED = {"reasoningContent": {"redactedContent": "RW13S0FoZ0JFZ3ktcmVkYWN0ZWQ="}}
 
 #: what the real service sends that botocore's model does not declare (seen in tests/fixtures/real/bedrock-converse):
-#: usage.serverToolUsage and usage.cacheReadInputTokenCount, and a client toolUse typed "tool_use"
+#: usage.serverToolUsage, usage.cacheReadInputTokenCount and usage.cacheWriteInputTokenCount, and a client toolUse
+#: typed "tool_use" (replayed as received)
 EXTRA = frozenset({("TokenUsage", "serverToolUsage"), ("TokenUsage", "cacheReadInputTokenCount"),
-                   ("ToolUseType", "tool_use")})
+                   ("TokenUsage", "cacheWriteInputTokenCount"), ("ToolUseType", "tool_use")})
 
 
 def frame(event: str, payload: dict[str, Any], *, padding: int = 0, ensure_ascii: bool = False) -> bytes:
@@ -181,7 +182,8 @@ class BedrockConverseAdapter(Adapter):
     terminator_needles = (b"messageStop",)
     surrogate_prefix = 3
     undeclared = frozenset({("metadata", "usage.serverToolUsage"), ("whole", "usage.serverToolUsage"),
-                            ("whole", "usage.cacheReadInputTokenCount")})
+                            ("whole", "usage.cacheReadInputTokenCount"), ("whole", "usage.cacheWriteInputTokenCount"),
+                            ("*", "toolUse.type")})
 
     # ---- streams -----------------------------------------------------------------------------------------------
     def cases(self, draw: Any, *, max_calls: int = 4, max_text: int = 20, clean: bool | None = True,
