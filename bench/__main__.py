@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import toolwire
+from toolwire.codecs import dialect_for
 
 from . import dispatch, memory, otel_cost
 from . import input_shapes
@@ -104,7 +105,7 @@ def _versions() -> dict[str, str]:
 
 
 def run_toolwire(dialect: str, chunks: list[bytes]) -> Any:
-    parser = toolwire.StreamParser(dialect, format="sse")
+    parser = toolwire.StreamParser(dialect, format=dialect_for(dialect).codec.stream_format)
     feed = parser.feed
     for chunk in chunks:
         feed(chunk)

@@ -1,6 +1,6 @@
 """The floor: the least work that gets the right answer, approximating what Python cannot beat.
 
-Split the byte stream into messages on the blank line (a bytearray scanned once, so a message spread over many
+Split the byte stream into messages on the blank line (Bedrock: on the lengths in each binary frame's prelude) (a bytearray scanned once, so a message spread over many
 chunks costs no more than one), take what follows ``data: ``, decode it with a module-level msgspec
 ``Decoder`` of minimal Structs for the dialect, concatenate each call's argument fragments, then decode each
 call's arguments once. No validation beyond what the Structs imply, no state machine, no events, no logging.
@@ -257,10 +257,54 @@ def floor_interactions(chunks: Iterable[bytes]) -> list[Any]:
     return [_decode_args("".join(frags[i])) for i in sorted(frags)]
 
 
+# ---- Amazon Bedrock ConverseStream --------------------------------------------------------------------------
+class _BToolUse(msgspec.Struct, gc=False):
+    input: Optional[str] = None
+
+
+class _BDelta(msgspec.Struct, gc=False, rename="camel"):
+    tool_use: Optional[_BToolUse] = None
+
+
+class _BEvent(msgspec.Struct, gc=False, rename="camel"):
+    content_block_index: int = 0
+    delta: Optional[_BDelta] = None
+
+
+_BEDROCK = msgspec.json.Decoder(_BEvent)
+
+
+def floor_bedrock(chunks: Iterable[bytes]) -> list[Any]:
+    """AWS event-stream frames: read each message's total and header lengths from its prelude, cut the payload
+    out (no CRC check, no header parsing: every payload is decoded), join the toolUse input fragments."""
+    frags: dict[int, list[str]] = {}
+    decode = _BEDROCK.decode
+    buf = b""
+    for chunk in chunks:
+        buf = buf + chunk if buf else chunk
+        pos, n = 0, len(buf)
+        while n - pos >= 12:
+            total = int.from_bytes(buf[pos:pos + 4], "big")
+            if n - pos < total:
+                break
+            start = pos + 12 + int.from_bytes(buf[pos + 4:pos + 8], "big")
+            ev = decode(buf[start:pos + total - 4])
+            d = ev.delta
+            if d is not None and d.tool_use is not None and d.tool_use.input:
+                lst = frags.get(ev.content_block_index)
+                if lst is None:
+                    lst = frags[ev.content_block_index] = []
+                lst.append(d.tool_use.input)
+            pos += total
+        buf = buf[pos:]
+    return [_decode_args("".join(frags[i])) for i in sorted(frags)]
+
+
 FLOORS: dict[str, Callable[[Iterable[bytes]], list[Any]]] = {
     "openai-chat": floor_chat,
     "openai-responses": floor_responses,
     "anthropic": floor_anthropic,
     "gemini": floor_gemini,
     "gemini-interactions": floor_interactions,
+    "bedrock-converse": floor_bedrock,
 }

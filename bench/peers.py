@@ -17,6 +17,10 @@ objects so the answer can be checked against the floor:
   and ``types.GenerateContentResponse._from_response`` for each chunk. The SDK does not assemble calls, so the
   peer adds the least user code: whole ``args`` as they are, ``partial_args`` string values joined per path.
 * gemini-interactions: no peer.
+* bedrock-converse: ``botocore.eventstream.EventStream`` (what ``boto3``'s ``converse_stream`` returns) over the
+  chunks, with the ``bedrock-runtime`` service model's event-stream parser: binary frames with their CRCs checked,
+  each event parsed into the model's shape; the peer adds the least user code, joining each content block's
+  ``toolUse.input`` fragments and ``json.loads`` of the result (botocore does not assemble calls).
 
 A peer whose SDK is not installed is left out ("-" in the table).
 """
@@ -146,12 +150,40 @@ def _gemini(vertex: bool = False) -> Callable[[list[bytes]], list[Any]]:
     return run
 
 
+def _bedrock() -> Callable[[list[bytes]], list[Any]]:
+    import botocore.session
+    from botocore.eventstream import EventStream
+    from botocore.parsers import EventStreamJSONParser
+
+    model = botocore.session.get_session().get_service_model("bedrock-runtime")
+    shape = model.operation_model("ConverseStream").output_shape.members["stream"]
+    parser = EventStreamJSONParser()
+
+    class _Raw:
+        def __init__(self, chunks: list[bytes]) -> None:
+            self._chunks = chunks
+
+        def stream(self) -> Any:
+            return iter(self._chunks)
+
+    def run(chunks: list[bytes]) -> list[Any]:
+        frags: dict[int, list[str]] = {}
+        for event in EventStream(_Raw(chunks), shape, parser, "ConverseStream"):
+            delta = event.get("contentBlockDelta")
+            if delta is not None and "toolUse" in delta["delta"]:
+                frags.setdefault(delta["contentBlockIndex"], []).append(delta["delta"]["toolUse"]["input"])
+        return [json.loads("".join(frags[i])) for i in sorted(frags)]
+
+    return run
+
+
 _FACTORIES: dict[str, list[tuple[str, Callable[..., Callable[[list[bytes]], list[Any]]]]]] = {
     "openai-chat": [("openai ChatCompletionStreamState", _openai_chat)],
     "openai-responses": [("openai ResponseStreamState", _openai_responses)],
     "anthropic": [("anthropic accumulate_event", _anthropic)],
     "gemini": [("google-genai GenerateContentResponse", _gemini)],
     "gemini-interactions": [],
+    "bedrock-converse": [("botocore EventStream", _bedrock)],
 }
 
 

@@ -4,7 +4,8 @@ A workload is a list of tool calls (name, id, arguments object); ``render(dialec
 into the bytes a provider would send, and ``chunked`` cuts those bytes into network-like chunks of 1 to 4 KiB.
 Argument text is split into fragments of 4 to 8 characters (about one token each). Every stream ends cleanly:
 Chat ``finish_reason`` + usage chunk + ``[DONE]``; Anthropic ``message_delta`` + ``message_stop``; Responses
-``response.completed``; Gemini ``finishReason: STOP``; Interactions ``interaction.completed`` + ``[DONE]``.
+``response.completed``; Gemini ``finishReason: STOP``; Interactions ``interaction.completed`` + ``[DONE]``;
+Bedrock ``messageStop`` + ``metadata``, in AWS event-stream binary frames (with their CRC32s) instead of SSE.
 
 Gemini ``small`` and ``parallel`` use the Gemini API form (each ``functionCall`` whole, ``args`` an object, one
 per chunk); Gemini ``large`` uses the Vertex streamed form (``partialArgs`` ``stringValue`` fragments of one
@@ -15,6 +16,8 @@ from __future__ import annotations
 
 import itertools
 import random
+import struct
+import zlib
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -23,7 +26,7 @@ import msgspec
 __all__ = ["DIALECTS", "Call", "Workload", "make_calls", "render", "chunked", "build", "ChatManyCalls"]
 
 #: every dialect the bench knows, in table order (toolwire may not have registered all of them yet)
-DIALECTS = ("openai-chat", "openai-responses", "anthropic", "gemini", "gemini-interactions")
+DIALECTS = ("openai-chat", "openai-responses", "anthropic", "gemini", "gemini-interactions", "bedrock-converse")
 
 #: dialects whose parallel calls are interleaved on the wire (the others stream one call after the other)
 INTERLEAVED = {"openai-chat", "openai-responses", "gemini-interactions"}
@@ -340,16 +343,57 @@ def _interactions(calls: list[Call], interleave: bool, sizes: _Sizes, obf: list[
     yield b"data: [DONE]\n\n"
 
 
+# ---- Amazon Bedrock ConverseStream (AWS event-stream binary framing) ----------------------------------------
+_ES_HEAD = struct.Struct(">II")
+
+
+def _es_header(name: bytes, value: bytes) -> bytes:
+    return bytes((len(name),)) + name + b"\x07" + len(value).to_bytes(2, "big") + value  # 7: a string
+
+
+def _es_message(event: str, payload: bytes) -> bytes:
+    """One ``application/vnd.amazon.eventstream`` message: prelude (total and header lengths, their CRC32),
+    the ``:event-type`` / ``:content-type`` / ``:message-type`` headers, the JSON payload, the message CRC32."""
+    headers = (_es_header(b":event-type", event.encode()) + _es_header(b":content-type", b"application/json")
+               + _es_header(b":message-type", b"event"))
+    prelude = _ES_HEAD.pack(12 + len(headers) + len(payload) + 4, len(headers))
+    head = prelude + zlib.crc32(prelude).to_bytes(4, "big") + headers + payload
+    return head + zlib.crc32(head).to_bytes(4, "big")
+
+
+def _bedrock(calls: list[Call], interleave: bool, sizes: _Sizes, obf: list[bytes]) -> Iterator[bytes]:
+    # every event carries the "p" padding field the real service adds to hide payload sizes
+    pad = itertools.cycle(obf)
+
+    def ev(name: str, payload: dict[str, Any]) -> bytes:
+        return _es_message(name, _enc({**payload, "p": next(pad).decode()}))
+
+    yield ev("messageStart", {"role": "assistant"})
+    total = 0
+    for k, c in enumerate(calls):  # content blocks are sequential, as in Anthropic streams
+        yield ev("contentBlockStart", {"start": {"toolUse": {"toolUseId": "tooluse_" + c.call_id[5:],
+                                                             "name": c.name}}, "contentBlockIndex": k})
+        for frag in _fragments(c.text, sizes):
+            total += 1
+            yield _es_message("contentBlockDelta", b'{"contentBlockIndex":%d,"delta":{"toolUse":{"input":%s}},'
+                              b'"p":"%s"}' % (k, _enc(frag), next(pad)))
+        yield ev("contentBlockStop", {"contentBlockIndex": k})
+    yield ev("messageStop", {"stopReason": "tool_use"})
+    yield ev("metadata", {"usage": {"inputTokens": 812, "outputTokens": total, "totalTokens": 812 + total},
+                          "metrics": {"latencyMs": 1234}})
+
+
 _RENDER = {
     "openai-chat": _chat,
     "openai-responses": _responses,
     "anthropic": _anthropic,
     "gemini": _gemini,
     "gemini-interactions": _interactions,
+    "bedrock-converse": _bedrock,
 }
 
-#: separator of SSE messages in each dialect's generated stream
-SEPARATOR = {d: b"\r\n\r\n" if d == "gemini" else b"\n\n" for d in DIALECTS}
+#: separator of SSE messages in each SSE dialect's generated stream
+SEPARATOR = {d: b"\r\n\r\n" if d == "gemini" else b"\n\n" for d in DIALECTS if d != "bedrock-converse"}
 
 
 def render(dialect: str, calls: list[Call], *, seed: int, large: bool = False) -> bytes:

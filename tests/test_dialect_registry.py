@@ -33,24 +33,27 @@ from toolwire.types import FinishReason
 
 # ---- the registry --------------------------------------------------------------------------------------------------
 def test_the_registry_lists_every_dialect_module_in_its_order():
-    """The registry holds the five dialects, in their order, and PROVIDERS is its list of ids."""
+    """The registry holds the six dialects, in their order, and PROVIDERS is its list of ids."""
     assert [d.id for d in dialects()] == ["openai-chat", "anthropic", "openai-responses", "gemini",
-                                          "gemini-interactions"]
+                                          "gemini-interactions", "bedrock-converse"]
     assert toolwire.PROVIDERS == tuple(d.id for d in dialects())
     assert [d.order for d in dialects()] == sorted(d.order for d in dialects())
 
 
 def test_every_record_has_its_parts():
-    """Each record's codec, declarations, results, capabilities and HTTP parts are of the documented types, its
-    capabilities name it, and its simulator part loads on demand."""
+    """Each record's codec, declarations, results and capabilities parts are of the documented types, its
+    capabilities name it, and its optional HTTP and simulator parts (when it has them) too, the simulator's loaded on
+    demand."""
     for d in dialects():
         assert issubclass(d.codec, codec_base.Codec) and d.codec.provider == d.id
         assert isinstance(d.declarations, Declarations) and d.declarations.dialect == d.id
         assert isinstance(d.results, Results) and d.results.dialect == d.id
         assert isinstance(d.capabilities, Capabilities) and d.capabilities.dialect == d.id
-        assert isinstance(d.http, HTTP) and d.http.dialect == d.id
-        assert d.simulator().name == d.id
-    assert {d.id for d in dialects_with("http")} == {d.id for d in dialects_with("sim")} == set(toolwire.PROVIDERS)
+        assert d.http is None or (isinstance(d.http, HTTP) and d.http.dialect == d.id)
+        assert d.sim is None or d.simulator().name == d.id
+    with_http = {d.id for d in dialects_with("http")}
+    assert with_http == {d.id for d in dialects() if d.http is not None} and with_http <= set(toolwire.PROVIDERS)
+    assert {d.id for d in dialects_with("sim")} == {d.id for d in dialects() if d.sim is not None}
 
 
 def test_unknown_dialects_and_parts_are_usage_errors():

@@ -16,7 +16,7 @@ from toolwire import Content, ImagePart, Registry, TextPart, Tool, ToolError
 from toolwire.harness import AsyncToolLoop, RetryPolicy, ToolLoop
 from toolwire.sim import SimProvider
 
-from .bodies import PROVIDERS
+from .dialects import SIMULATED as PROVIDERS  # the loop runs against the simulated provider
 from .rich import NATIVE, PNG, media_of
 
 FAST = RetryPolicy(attempts=3, deadline=20.0, initial=0.01, max_backoff=0.05, max_hint=2.0)

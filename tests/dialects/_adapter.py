@@ -107,6 +107,11 @@ class Adapter:
       by the suite); ``content_of(result)``: the content the answer carries for a result;
     * ``history_shape(turn, msgs)``: the replay first, the answers right after it, every call answered once;
     * ``check_sdk(message)``: one message, item or step fits the official SDK's request types;
+    * rich results (``tests/rich.py``, for a dialect its tables do not write out): ``native_types``, the MIME types
+      a result carries natively; ``media_of(message)``, the (MIME type, base64) pairs one answer message carries
+      natively, in order; ``structured_text(encoded)``, the text a result's structured JSON is sent as;
+      ``first_text(encoded)``, the first text piece of the first result; ``error_flagged(encoded)``, the first
+      result is marked as an error;
     * ``misspellings()``: one wrong field name or shape per case, which ``check_sdk`` must catch;
     * ``two_choices()``, ``choice_ids``, ``replayed_ids(message)``, ``check_choices(turn)``: a turn of two choices,
       for dialects with several (``multi_choice``).
@@ -207,6 +212,20 @@ class Adapter:
         """How any JSON content appears in an answer, where the dialect says more than ``content_of``."""
 
     def history_shape(self, turn: toolwire.Turn, msgs: list[Any]) -> None:
+        raise NotImplementedError
+
+    native_types: frozenset[str] = frozenset()
+
+    def media_of(self, message: Any) -> list[tuple[str, str]]:
+        raise NotImplementedError
+
+    def structured_text(self, encoded: Any) -> str:
+        raise NotImplementedError
+
+    def first_text(self, encoded: Any) -> str:
+        raise NotImplementedError
+
+    def error_flagged(self, encoded: Any) -> bool:
         raise NotImplementedError
 
     def check_sdk(self, message: Any) -> None:

@@ -42,6 +42,7 @@ from toolwire.harness import AsyncToolLoop, RetryPolicy, ToolLoop
 from toolwire.sim import SimProvider
 
 from ..bodies import PROVIDERS
+from ..dialects import SIMULATED
 from ..rich import JPEG, PDF, PNG, media_of, turn_of
 from ..test_results_encoding import check_sdk
 
@@ -98,7 +99,7 @@ def sent_answers(sim: SimProvider, provider: str) -> list[Any]:
 
 # ==== media whose bytes disagree with their type ==================================================================
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", SIMULATED)  # the loop runs against the simulated provider
 def test_a_jpeg_labelled_png_reaches_the_provider_as_a_jpeg(provider, mode):
     """A handler answers with JPEG bytes labelled image/png: the conversation goes on (the simulator refuses a
     mismatch where Anthropic does), and what is sent natively says image/jpeg."""
@@ -114,7 +115,7 @@ def test_a_jpeg_labelled_png_reaches_the_provider_as_a_jpeg(provider, mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", SIMULATED)  # the loop runs against the simulated provider
 def test_bytes_of_no_image_type_are_described_not_sent_as_an_image(provider, mode):
     """Text bytes labelled image/png: no provider could decode them, so they are described in words in every
     dialect and the conversation goes on."""
