@@ -42,6 +42,7 @@ from ..types import FinishReason, ProblemCode, StreamError, TokenUsage
 from .base import Codec, Framing, count
 from .capabilities import Capabilities, Limit
 from .declare import bedrock_converse as _declarations
+from .http import bedrock_converse as _http
 from .dialect import Dialect
 from .eventstream import EventStreamDecoder, EventStreamMessage
 from .results import bedrock_converse as _results
@@ -667,4 +668,5 @@ CAPABILITIES = Capabilities(
 )
 
 DIALECT = Dialect(id=PROVIDER, codec=BedrockConverseCodec, declarations=_declarations.PART,
-                  results=_results.PART, capabilities=CAPABILITIES, order=60)
+                  results=_results.PART, capabilities=CAPABILITIES, http=_http.PART,
+                  sim="toolwire.codecs._sim.bedrock_converse:BedrockConverse", order=60)
