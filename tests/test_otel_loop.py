@@ -324,7 +324,7 @@ def lookup_demo_value(key: str) -> dict:
 
 registry = toolwire.Registry([toolwire.Tool.from_function(lookup_demo_value, effect="read")])
 with SimProvider().serve() as url:
-    for provider in toolwire.PROVIDERS:
+    for provider in [d.id for d in toolwire.codecs.dialects_with("sim") if d.http is not None]:
         with ToolLoop(provider, model="m", registry=registry, base_url=url, api_key="k") as loop:
             result = loop.run("How tall am I?")
         assert not result.fallback and result.steps[0].turn.token_usage is not None, (provider, result)

@@ -214,8 +214,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if getattr(args, "provider", None) not in (None, "all") and args.provider not in PROVIDERS:
-        parser.error(f"unknown provider {args.provider!r} (choose from {', '.join(PROVIDERS)})")
+    known = tuple(d.id for d in dialects())  # asked now: the registry, not the list at import
+    if getattr(args, "provider", None) not in (None, "all") and args.provider not in known:
+        parser.error(f"unknown provider {args.provider!r} (choose from {', '.join(known)})")
     configure_logging(args.log_format, args.log_level or ("error" if args.command == "demo" else "warning"))
     try:
         return args.func(args)

@@ -228,6 +228,15 @@ class Adapter:
     def error_flagged(self, encoded: Any) -> bool:
         raise NotImplementedError
 
+    def replayed_arguments(self, msgs: list[Any]) -> list[Any]:
+        """The arguments of each call the replayed assistant message(s) carry, as the wire carries them (for a
+        dialect the malformed-arguments regressions do not write out)."""
+        raise NotImplementedError
+
+    def poison_arguments(self, msgs: list[Any], raw: str) -> None:
+        """Put ``raw`` (text that does not parse) in place of the second call's arguments, in place."""
+        raise NotImplementedError
+
     def check_sdk(self, message: Any) -> None:
         raise NotImplementedError
 

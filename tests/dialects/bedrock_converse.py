@@ -318,6 +318,12 @@ class BedrockConverseAdapter(Adapter):
     def error_flagged(self, encoded: Any) -> bool:
         return _only(encoded)["content"][0]["toolResult"]["status"] == "error"
 
+    def replayed_arguments(self, msgs: list[Any]) -> list[Any]:
+        return [b["toolUse"]["input"] for b in msgs[0]["content"] if _is_call(b)]
+
+    def poison_arguments(self, msgs: list[Any], raw: str) -> None:
+        [b for b in msgs[0]["content"] if _is_call(b)][1]["toolUse"]["input"] = raw
+
     def check_sdk(self, message: Any) -> None:
         shapes.validate_request(message, "Message")
 

@@ -27,7 +27,8 @@ from toolwire import otel  # noqa: E402
 from toolwire.harness import AsyncToolLoop, RetryPolicy, ToolLoop  # noqa: E402
 from toolwire.sim import Fault, SimProvider  # noqa: E402
 
-from ..bodies import PROVIDERS, body  # noqa: E402
+from ..bodies import body  # noqa: E402
+from ..dialects import SIMULATED as PROVIDERS  # noqa: E402 - the loop runs against the simulated provider
 from ..otel_support import EXPORTER, finished  # noqa: E402
 
 KEY = "sk-hostile-0123456789abcdefABCDEF"
