@@ -16,7 +16,8 @@ Wire facts (botocore's ``bedrock-runtime`` service model, and the recordings in 
   (usage, metrics), the only event accepted after ``messageStop``. A text, reasoning or citation block has no
   ``contentBlockStart``: its first delta opens it. Unknown events and delta members are skipped, never fatal.
 * A whole ``Converse`` body is ``{output: {message: {role, content: [blocks]}}, stopReason, usage, metrics}``, a
-  tool's ``input`` a JSON object; an HTTP error body is ``{"message": ...}``. The SDK's own event form,
+  tool's ``input`` a JSON object (read as the JSON value it is: a string holding JSON is a string, refused as
+  ``not_an_object``; a ``toolUse`` that is not an object is a protocol error); an HTTP error body is ``{"message": ...}``. The SDK's own event form,
   ``{"contentBlockDelta": {...}}`` per JSON line, is read too.
 * ``max_tokens`` and ``model_context_window_exceeded`` cut the last block's call even when it had closed;
   ``malformed_tool_use`` and ``malformed_model_output`` end the turn with an error (nothing runs).
@@ -440,7 +441,9 @@ class BedrockConverseCodec(Codec):
                 return _Block("toolUse", {"toolUseId": tid})
             self._ids.add(tid)
         server = kind == "server_tool_use"
-        initial = None if whole_input is None else self.to_text(whole_input)
+        # the input of a whole body is a JSON value: its JSON text, so that a string stays a string (never parsed
+        # again into an object the model did not send)
+        initial = None if whole_input is None else msgspec.json.encode(whole_input).decode()
         rec = asm.open_call(call_id=tid, name=name if isinstance(name, str) else None, server=server,
                             server_type=kind if server else None, meta={"block_index": index}, initial=initial)
         start = {k: v for k, v in value.items() if k != "input"}
@@ -604,6 +607,9 @@ class BedrockConverseCodec(Codec):
                 asm.protocol_error(f"content block {i} is not an object", data)
                 return
             tool = block.get("toolUse")
+            if tool is not None and not isinstance(tool, dict):
+                asm.protocol_error(f"the toolUse of content block {i} is not an object", data)
+                return
             if isinstance(tool, dict):
                 blk = self._tool(i, tool, tool.get("input"))
                 self._open(i, blk)

@@ -2,7 +2,8 @@
 ``/converse`` (one JSON body).
 
 * The model id is one path segment, percent-encoded as the AWS SDKs encode it (``:`` of a versioned id and ``/``
-  of an ARN or an inference profile become ``%3A`` and ``%2F``); the body never names it.
+  of an ARN or an inference profile become ``%3A`` and ``%2F``); the body never names it. An empty id, ``.`` or
+  ``..`` is no path segment (a client would send the request to another path): a ``UsageError``.
 * The base URL: ``base_url=``, else ``AWS_ENDPOINT_URL_BEDROCK_RUNTIME``, else ``AWS_ENDPOINT_URL`` (the AWS SDKs'
   endpoint variables; ``AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true`` turns both off, as in the SDKs), else
   ``https://bedrock-runtime.{region}.amazonaws.com``. The region: ``AWS_REGION``, else ``AWS_DEFAULT_REGION``, else
@@ -12,7 +13,8 @@
   ``Authorization: Bearer``; else AWS Signature Version 4 (service ``bedrock``, the region) over the exact bytes of
   every attempt, with the credentials botocore's chain finds (environment variables, a profile, SSO, a container or
   instance role: the ``bedrock`` extra); else a ``UsageError`` naming both ways. The signature, the session token
-  and the secret key are never logged.
+  and the secret key are never logged, botocore's own DEBUG records of its signing included (a filter on the
+  ``botocore.auth`` logger takes the token and the signature out of them).
 * The body: ``messages`` (the history), ``system`` as ``[{"text": ...}]``, ``inferenceConfig`` (``maxTokens``,
   ``temperature`` from 0 to 1), the declarations' ``toolConfig`` merged in.
 * Errors: the body is ``{"message": ...}`` and the type is in the ``x-amzn-ErrorType`` header
@@ -24,7 +26,9 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -32,6 +36,7 @@ from urllib.parse import quote
 
 import msgspec
 
+from ... import _log
 from ...errors import UsageError
 from ..capabilities import Capabilities
 from ..requests import HTTP, Endpoint, ProviderErrorInfo, _header_delay, merge_body
@@ -64,6 +69,33 @@ _AWS_ENV = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "
             "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE", "AWS_DEFAULT_REGION", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
             "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN")
 _SIGNING_NAME = "bedrock"
+
+
+class _ScrubSigning(logging.Filter):
+    """botocore's SigV4 signer logs, at DEBUG, its canonical request (with the ``x-amz-security-token`` header, the
+    session token) and the signature: both are taken out of its records before any handler sees them."""
+
+    _SIGNATURE = re.compile(r"(Signature[=:]\s*)[0-9a-f]{64}")
+    _TOKEN = re.compile(r"(x-amz-security-token:)[^\n]*", re.IGNORECASE)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            text = record.getMessage()
+        except Exception:  # noqa: BLE001 - a record that does not format is left to logging
+            return True
+        clean = _log.scrub(self._SIGNATURE.sub(r"\1[redacted]", self._TOKEN.sub(r"\1[redacted]", text)))
+        if clean != text:
+            record.msg, record.args = clean, None
+        return True
+
+
+_SCRUB_SIGNING = _ScrubSigning()
+
+
+def _scrub_botocore_logs() -> None:
+    logger = logging.getLogger("botocore.auth")
+    if _SCRUB_SIGNING not in logger.filters:
+        logger.addFilter(_SCRUB_SIGNING)
 
 
 class _AWS(msgspec.Struct, frozen=True):
@@ -137,6 +169,9 @@ class BedrockConverseHTTP(HTTP):
 
     # ---- the endpoint ----------------------------------------------------------------------------------------
     def url(self, base: str, *, model: str, stream: bool) -> str:
+        if model in ("", ".", ".."):  # no path segment: /model/../converse-stream is /converse-stream
+            raise UsageError(f"bedrock-converse: the model id {model!r} cannot be a path segment; pass a model id, "
+                             "an inference profile or an ARN")
         return f"{base}/model/{quote(model, safe='-._~')}/{'converse-stream' if stream else 'converse'}"
 
     def auth_headers(self, key: str) -> dict[str, str]:
@@ -186,6 +221,8 @@ class BedrockConverseHTTP(HTTP):
             raise UsageError("bedrock-converse: the AWS credentials or region are gone since the transport was made")
         from botocore.auth import SigV4Auth
         from botocore.awsrequest import AWSRequest
+
+        _scrub_botocore_logs()
 
         request = AWSRequest(method=method, url=url, data=body, headers=headers)
         SigV4Auth(credentials.get_frozen_credentials(), _SIGNING_NAME, where).add_auth(request)
