@@ -5,6 +5,7 @@ botocore, verified by the simulator)."""
 
 from __future__ import annotations
 
+import base64
 import datetime
 import http.client
 import json
@@ -26,6 +27,9 @@ from botocore.validate import ParamValidator  # noqa: E402
 from toolwire.codecs._sim.bedrock_converse import KNOWN_CREDENTIALS, BedrockConverse  # noqa: E402
 from toolwire.sim import SCENARIOS, Fault, SimProvider  # noqa: E402
 from toolwire.sim import _server  # noqa: E402
+
+from .regressions.test_rich_results_hostile import GIF, WEBP  # noqa: E402
+from .rich import JPEG, PDF, PNG  # noqa: E402
 
 MODEL = botocore.session.get_session().get_service_model("bedrock-runtime")
 MODEL_ID = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
@@ -272,6 +276,83 @@ def test_malformed_requests_are_refused_as_bedrock_refuses_them(sv, case):
     # service makes (botocore validates no maximum of a float, nor the conversation's rules)
     assert valid_for_botocore(body) is (case not in ("a topP under 0", "maxTokens 0", "an empty tool list",
                                                      "a system prompt that is no list", "a block with two members"))
+
+
+# ---- images and documents ------------------------------------------------------------------------------------------
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+PNG_BYTES = base64.b64decode(PNG)
+#: a PNG header saying 8001 × 1 pixels
+WIDE_PNG = PNG_BYTES[:16] + (8001).to_bytes(4, "big") + PNG_BYTES[20:]
+
+
+def image(data: str, fmt: str = "png") -> dict[str, Any]:
+    return {"image": {"format": fmt, "source": {"bytes": data}}}
+
+
+def document(data: str = PDF, fmt: str = "pdf", name: str = "report") -> dict[str, Any]:
+    return {"document": {"format": fmt, "name": name, "source": {"bytes": data}}}
+
+
+def with_media(m: dict[str, Any], blocks: list[dict[str, Any]], where: str) -> dict[str, Any]:
+    """A request whose blocks are in the first toolResult's content (``result``) or beside the text of the first
+    user message (``user``)."""
+    if where == "user":
+        return {**TOOLS, "messages": [{"role": "user", "content": [{"text": HW}, *blocks]}]}
+    answer = _answered(m)
+    answer["content"][0]["toolResult"]["content"] = [{"text": "the value"}, *blocks]
+    return {**TOOLS, "messages": [request()["messages"][0], m, answer]}
+
+
+MEDIA = {
+    "an image format Converse has no name for": ([image(PNG, "jpg")], "satisfy enum value set: [png, jpeg, gif, webp]"),
+    "JPEG bytes labelled png": ([image(JPEG)], "but the image appears to be a image/jpeg image"),
+    "bytes of no image type": ([image(_b64(b"this is a text file, not a picture"))], "Could not process image"),
+    "base64 that does not decode": ([image("not*base64")], "base64"),
+    "an image over 3.75 MB": ([image(_b64(PNG_BYTES + bytes(3_932_160)))], "at most 3.75 MB"),
+    "an image wider than 8000 px": ([image(_b64(WIDE_PNG))], "exceed max allowed size: 8000 pixels"),
+    "21 images": ([image(PNG)] * 21, "up to 20 images"),
+    "a document format Converse has no name for": ([document(fmt="rtf")], "satisfy enum value set: [pdf, csv"),
+    "a pdf document that is no PDF": ([document(_b64(b"plain text"))], "The PDF specified was not valid"),
+    "a document name with a dot": ([document(name="report.pdf")], "document name"),
+    "a document over 4.5 MB": ([document(_b64(b"%PDF-1.4\n" + bytes(4_718_592)))], "at most 4.5 MB"),
+    "6 documents": ([document(name=f"report {k}") for k in range(6)], "up to 5 documents"),
+}
+
+
+@pytest.mark.parametrize("where", ["user", "result"])
+@pytest.mark.parametrize("case", list(MEDIA))
+def test_media_bedrock_refuses_are_refused(sv, case, where):
+    """An image or a document Converse (or the model behind it) refuses, in a user message or a toolResult: a 400
+    ValidationException (a SerializationException for base64 that does not decode) saying what is wrong."""
+    blocks, words = MEDIA[case]
+    status, headers, data = post(sv[1], path(False), with_media(_turn(sv), blocks, where), BEARER)
+    assert status == 400, data[:300]
+    assert words in json.loads(data)["message"]
+    assert headers["x-amzn-errortype"].split(":", 1)[0] in ("ValidationException", "SerializationException")
+
+
+@pytest.mark.parametrize("where", ["user", "result"])
+def test_media_bedrock_takes_are_taken(sv, where):
+    """A PNG, a JPEG, a GIF and a WebP each labelled with its own format, a PDF, a Markdown document: accepted."""
+    blocks = [image(PNG), image(JPEG, "jpeg"), image(GIF, "gif"), image(WEBP, "webp"), document(),
+              document(_b64(b"# Notes"), "md", "notes (draft) [2]")]
+    status, _, data = post(sv[1], path(False), with_media(_turn(sv), blocks, where), BEARER)
+    assert status == 200, data[:300]
+
+
+def test_media_only_in_user_messages_and_a_document_beside_text(sv):
+    """An image in an assistant message is refused; so is a user message whose document has no text block."""
+    m = _turn(sv)
+    body = {**TOOLS, "messages": [request()["messages"][0], {**m, "content": [*m["content"], image(PNG)]},
+                                  _answered(m)]}
+    status, _, data = post(sv[1], path(False), body, BEARER)
+    assert status == 400 and "only allowed in user messages" in json.loads(data)["message"]
+    body = {"messages": [{"role": "user", "content": [document()]}]}
+    status, _, data = post(sv[1], path(False), body, BEARER)
+    assert status == 400 and "no text block" in json.loads(data)["message"]
 
 
 def test_the_model_id_is_read_from_the_encoded_path(sv):

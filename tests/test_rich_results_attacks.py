@@ -33,6 +33,7 @@ from toolwire import (
     Tool,
     ToolError,
 )
+from toolwire.codecs import dialect_for
 from toolwire.registry import _rich
 
 from .bodies import PROVIDERS, body
@@ -293,7 +294,7 @@ def test_chat_json_with_a_rich_answer_prints_the_contract(provider, tmp_path):
     from .rich import JPEG
 
     (tmp_path / "richtools.py").write_text(TOOLS_MODULE.format(jpeg=JPEG))
-    keys = {name: "sim-key-0123" for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY")}
+    keys = {name: "sim-key-0123" for name in dialect_for(provider).http.api_key_env}  # the dialect's own variables
     with SimProvider(seed=3).serve() as url:
         out = subprocess.run([sys.executable, "-m", "toolwire", "chat", "--provider", provider, "--model", "m",
                               "--tools", "richtools", "--base-url", url, "--json", "How tall am I?"],

@@ -103,6 +103,8 @@ class Adapter:
     * ``turn()``: a parsed turn of three calls: ``get_weather`` (valid arguments), ``lookup`` (arguments that do not
       parse) and ``get_time`` (``{}``); ``cut_turn()``: the same cut by the dialect's token limit;
     * ``answered(encoded)``: ``(id, content, is_error or None)`` of each result of an encoded answer;
+      ``results_in(body)``: the tool results a request body (as the simulator records it) carries, in the shape
+      ``encode_results`` gives them (the messages, items or steps that hold them);
     * ``check_answer(turn, encoded, results)``: the dialect's own rules for an answer (the generic ones are checked
       by the suite); ``content_of(result)``: the content the answer carries for a result;
     * ``history_shape(turn, msgs)``: the replay first, the answers right after it, every call answered once;
@@ -199,6 +201,9 @@ class Adapter:
         raise NotImplementedError
 
     def answered(self, encoded: Any) -> list[tuple[Any, Any, bool | None]]:
+        raise NotImplementedError
+
+    def results_in(self, body: dict[str, Any]) -> list[Any]:
         raise NotImplementedError
 
     def content_of(self, result: ToolResult, expected_text: Callable[[ToolResult], str]) -> Any:

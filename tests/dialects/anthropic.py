@@ -191,6 +191,10 @@ class AnthropicAdapter(Adapter):
     def cut_turn(self) -> toolwire.Turn:
         return anthropic_turn("max_tokens")
 
+    def results_in(self, body: dict[str, Any]) -> list[Any]:
+        return [m for m in body["messages"] if m["role"] == "user" and isinstance(m["content"], list)
+                and any(b.get("type") == "tool_result" for b in m["content"])]
+
     def answered(self, encoded: Any) -> list[tuple[Any, Any, bool | None]]:
         return [(b["tool_use_id"], b["content"], b.get("is_error", False)) for b in _only(encoded)["content"]]
 

@@ -264,6 +264,10 @@ class BedrockConverseAdapter(Adapter):
     def cut_turn(self) -> toolwire.Turn:
         return bedrock_turn("max_tokens")
 
+    def results_in(self, body: dict[str, Any]) -> list[Any]:
+        return [m for m in body["messages"] if m["role"] == "user"
+                and any(isinstance(b, dict) and "toolResult" in b for b in m["content"])]
+
     def answered(self, encoded: Any) -> list[tuple[Any, Any, bool | None]]:
         return [(b["toolResult"]["toolUseId"], _flat(b["toolResult"]["content"]),
                  b["toolResult"]["status"] == "error") for b in _only(encoded)["content"]]

@@ -315,6 +315,9 @@ class GeminiAdapter(Adapter):
     def cut_turn(self) -> toolwire.Turn:
         return gemini_turn("MAX_TOKENS")
 
+    def results_in(self, body: dict[str, Any]) -> list[Any]:
+        return [c for c in body["contents"] if any("functionResponse" in p for p in c["parts"])]
+
     def answered(self, encoded: Any) -> list[tuple[Any, Any, bool | None]]:
         out = []
         for p in _only(encoded)["parts"]:

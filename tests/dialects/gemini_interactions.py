@@ -225,6 +225,9 @@ class InteractionsAdapter(Adapter):
     def cut_turn(self) -> toolwire.Turn:
         return interactions_turn("incomplete")
 
+    def results_in(self, body: dict[str, Any]) -> list[Any]:
+        return [s for s in body["input"] if isinstance(s, dict) and s.get("type") == "function_result"]
+
     def answered(self, encoded: Any) -> list[tuple[Any, Any, bool | None]]:
         return [(s["call_id"], s["result"], s.get("is_error", False)) for s in encoded]
 

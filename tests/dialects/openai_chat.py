@@ -227,6 +227,9 @@ class ChatAdapter(Adapter):
     def cut_turn(self) -> toolwire.Turn:
         return chat_turn("length")
 
+    def results_in(self, body: dict[str, Any]) -> list[Any]:
+        return [m for m in body["messages"] if m["role"] == "tool"]
+
     def answered(self, encoded: Any) -> list[tuple[Any, Any, bool | None]]:
         return [(m["tool_call_id"], m["content"], None) for m in encoded]
 

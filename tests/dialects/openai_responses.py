@@ -309,6 +309,9 @@ class ResponsesAdapter(Adapter):
     def cut_turn(self) -> toolwire.Turn:
         return responses_turn("incomplete")
 
+    def results_in(self, body: dict[str, Any]) -> list[Any]:
+        return [i for i in body["input"] if isinstance(i, dict) and i.get("type") == "function_call_output"]
+
     def answered(self, encoded: Any) -> list[tuple[Any, Any, bool | None]]:
         return [(i.get("call_id", i.get("id")), i.get("output"), None) for i in encoded]
 

@@ -42,7 +42,7 @@ from toolwire.harness import AsyncToolLoop, RetryPolicy, ToolLoop
 from toolwire.sim import SimProvider
 
 from ..bodies import PROVIDERS
-from ..dialects import SIMULATED
+from ..dialects import SIMULATED, adapter
 from ..rich import JPEG, PDF, PNG, media_of, turn_of
 from ..test_results_encoding import check_sdk
 
@@ -84,17 +84,7 @@ def run_loop(provider: str, url: str, mode: str, registry: Registry) -> Any:
 
 def sent_answers(sim: SimProvider, provider: str) -> list[Any]:
     """The tool answers of the request after the first, as encode_results gives them."""
-    request = sim.requests[1].body
-    if provider == "openai-chat":
-        return [m for m in request["messages"] if m["role"] == "tool"]
-    if provider == "anthropic":
-        return [m for m in request["messages"] if m["role"] == "user" and isinstance(m["content"], list)
-                and any(b.get("type") == "tool_result" for b in m["content"])]
-    if provider == "gemini":
-        return [c for c in request["contents"] if any("functionResponse" in p for p in c["parts"])]
-    if provider == "openai-responses":
-        return [i for i in request["input"] if isinstance(i, dict) and i.get("type") == "function_call_output"]
-    return [s for s in request["input"] if isinstance(s, dict) and s.get("type") == "function_result"]
+    return adapter(provider).results_in(sim.requests[1].body)
 
 
 # ==== media whose bytes disagree with their type ==================================================================

@@ -21,7 +21,7 @@ import msgspec
 from ..errors import UsageError
 from .capabilities import Capabilities, capabilities_for
 
-__all__ = ["Endpoint", "HTTP", "endpoint", "request_body", "user_message", "parse_error", "ProviderErrorInfo",
+__all__ = ["Endpoint", "HTTP", "endpoint", "request_body", "user_message", "add_user", "parse_error", "ProviderErrorInfo",
            "options_fragment", "merge_body", "body_conflicts", "read_error", "http_part", "REASONING_EFFORTS",
            "MAX_TEMPERATURE", "API_KEY_ENV", "BASE_URL_ENV", "DEFAULT_BASE_URL"]
 
@@ -82,6 +82,14 @@ def user_message(dialect: str, text: str, *, alone: bool = True) -> Any:
     from . import dialect_for
 
     return dialect_for(dialect).results.user_message(text, alone=alone)
+
+
+def add_user(dialect: str, history: list[Any], text: str, *, alone: bool = True) -> None:
+    """Add the user's ``text`` to the end of ``history`` (in place) as ``dialect`` takes it: a new user entry, or
+    the text added to a trailing user message where the dialect's roles must alternate."""
+    from . import dialect_for
+
+    dialect_for(dialect).results.add_user(history, text, alone=alone)
 
 
 def options_fragment(dialect: str, *, temperature: float | None = None,

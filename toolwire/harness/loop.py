@@ -39,7 +39,15 @@ import structlog
 
 from .. import _log
 from ..codecs.declare import Approximation, ToolChoice, declare
-from ..codecs.requests import body_conflicts, http_part, merge_body, options_fragment, request_body, user_message
+from ..codecs.requests import (
+    add_user,
+    body_conflicts,
+    http_part,
+    merge_body,
+    options_fragment,
+    request_body,
+    user_message,
+)
 from ..errors import UsageError
 from ..registry import Dispatcher, Registry, ResultKind, ToolResult
 from ..registry._steps import Steps, adrive, drive
@@ -281,7 +289,7 @@ class _Core:
 
     # ---- the conversation -----------------------------------------------------------------------------------
     def start(self, prompt: str) -> LoopResult:
-        self.history.append(user_message(self.provider, prompt, alone=not self.history))
+        add_user(self.provider, self.history, prompt, alone=not self.history)
         _log.emit(_log.INFO, "loop.start", steps=self.max_steps, **self.log)
         return LoopResult(conversation_id=self.conversation_id, answer="", fallback=False)
 

@@ -15,7 +15,14 @@ conversation starts with a user message and the roles alternate; no message is e
 member; toolUse blocks only in assistant messages, their ``input`` an object; the user message after an assistant
 message with toolUse blocks answers each of them with exactly one toolResult (and a toolResult answers a toolUse of
 the previous assistant message), a toolResult's ``json`` an object and its content not empty when its status is
-``error``; ``toolConfig`` present when the history holds tool blocks, its tools at least one, each name valid and
+``error``; images and documents (in a user message or a toolResult; never in an assistant message) as Converse
+takes them: an image's ``format`` one of png/jpeg/gif/webp, a document's one of pdf/csv/doc/docx/xls/xlsx/html/
+txt/md with a ``name`` of 1 to 200 letters, digits, single spaces, hyphens, parentheses and brackets, their
+``source.bytes`` base64 that decodes (the JSON wire form of a blob), an image of at most 3.75 MB and 8000 px a
+side whose bytes are of the type its ``format`` names, a document of at most 4.5 MB (a ``pdf`` one a PDF), at
+most 20 images and 5 documents in a message, a top-level document with a text block beside it (the limits of
+the API reference's ``Message``); a mismatch the model reads is answered as Bedrock relays a model's error ("The
+model returned the following errors: …"); ``toolConfig`` present when the history holds tool blocks, its tools at least one, each name valid and
 declared once, ``toolChoice`` one of ``auto``/``any``/``tool`` naming a declared tool; ``inferenceConfig``
 ``maxTokens`` at least 1, ``temperature`` and ``topP`` from 0 to 1; ``system`` a list of blocks. With extended
 thinking asked for (``additionalModelRequestFields.thinking``), a call turn starts with a ``reasoningContent``
@@ -30,6 +37,7 @@ in-stream errors as ``:message-type: exception`` frames; a whole ``Converse`` bo
 
 from __future__ import annotations
 
+import binascii
 import datetime
 import hashlib
 import hmac
@@ -60,6 +68,13 @@ _SKEW = datetime.timedelta(minutes=15)
 _BLOCKS = ("text", "image", "document", "video", "audio", "toolUse", "toolResult", "guardContent", "cachePoint",
            "reasoningContent", "citationsContent", "searchResult")
 _RESULT_BLOCKS = ("text", "json", "image", "document", "video", "searchResult")
+_IMAGE_FORMATS = ("png", "jpeg", "gif", "webp")
+_DOCUMENT_FORMATS = ("pdf", "csv", "doc", "docx", "xls", "xlsx", "html", "txt", "md")
+_IMAGE_MAX = 3_932_160  # 3.75 MB
+_IMAGE_SIDE_MAX = 8000
+_DOCUMENT_MAX = 4_718_592  # 4.5 MB
+_IMAGES_PER_MESSAGE, _DOCUMENTS_PER_MESSAGE = 20, 5
+_DOCUMENT_NAME = re.compile(r"^(?:[A-Za-z0-9()\[\]-]|\s(?!\s))+$")
 
 #: HTTP status → (error type, message) of the errors a planned status answers with
 STATUS = {
@@ -292,9 +307,12 @@ class BedrockConverse(Dialect):
         results: list[Result] = []
         seen: set[str] = set()
         texts: list[str] = []
+        media = _MediaCount(i)
         for k, block in enumerate(content):
             kind, value = next(iter(block.items()))
             at = f"messages.{i}.content.{k}"
+            if kind in ("image", "document"):
+                _check_media(kind, value, at, f"messages.{i}.member.content.{k}.member", media)
             if kind == "toolUse":
                 raise _invalid(f"{at}: toolUse blocks are only allowed in assistant messages.")
             if kind == "reasoningContent":
@@ -311,7 +329,11 @@ class BedrockConverse(Dialect):
                     raise _invalid(f"The number of toolResult blocks at messages.{i}.content exceeds the number of "
                                    "toolUse blocks of previous turn.")
                 seen.add(tid)
-                results.append(_result(value, at, names_by_id.get(tid)))
+                results.append(_result(value, at, names_by_id.get(tid),
+                                       f"messages.{i}.member.content.{k}.member.toolResult", media))
+        if any("document" in b for b in content) and not any("text" in b for b in content):
+            raise _invalid(f"The content field in the Message object at messages.{i} has a document block but no "
+                           "text block. Add a text block describing the document and try again.")
         missing = [t for t in prev_ids if t not in seen]
         if missing:
             raise _invalid(f"Expected toolResult blocks at messages.{i}.content for the following Ids: "
@@ -331,6 +353,8 @@ class BedrockConverse(Dialect):
             at = f"messages.{i}.content.{k}"
             if kind == "toolResult":
                 raise _invalid(f"{at}: toolResult blocks are only allowed in user messages.")
+            if kind in ("image", "document"):
+                raise _invalid(f"{at}: {kind} blocks are only allowed in user messages.")
             if kind == "toolUse":
                 if not isinstance(value, dict):
                     raise _constraint(value, f"{at}.member.toolUse", "not be null")
@@ -567,7 +591,7 @@ def _check_tools(config: Any) -> set[str] | None:
     return names
 
 
-def _result(value: dict[str, Any], at: str, name: str | None) -> Result:
+def _result(value: dict[str, Any], at: str, name: str | None, member_at: str, media: "_MediaCount") -> Result:
     status = value.get("status")
     if status is not None and status not in ("success", "error"):
         raise _constraint(status, f"{at}.member.toolResult.status", "satisfy enum value set: [success, error]")
@@ -587,9 +611,124 @@ def _result(value: dict[str, Any], at: str, name: str | None) -> Result:
                 raise _invalid(f"The format of the value at {where}.json is invalid. Provide a json object for the "
                                "field and try again.")
             found = piece["json"] if found is None else found
+        elif "image" in piece or "document" in piece:
+            kind = next(iter(piece))
+            _check_media(kind, piece[kind], where, f"{member_at}.content.{j}.member", media)
         elif "text" in piece:
             if not isinstance(piece["text"], str):
                 raise _invalid(f"The format of the value at {where}.text is invalid. Provide a string and try again.")
             texts.append(piece["text"])
     parsed = found if found is not None else parse_content("".join(texts))
     return Result(value["toolUseId"], name, parsed, None if status is None else status == "error")
+
+
+# ---- images and documents -------------------------------------------------------------------------------------
+class _MediaCount:
+    """The images and documents of one message, against the limits of ``Message.content``."""
+
+    def __init__(self, i: int) -> None:
+        self.i, self.images, self.documents = i, 0, 0
+
+    def add(self, kind: str) -> None:
+        if kind == "image":
+            self.images += 1
+            if self.images > _IMAGES_PER_MESSAGE:
+                raise _invalid(f"Too many images in messages.{self.i}: a message can include up to "
+                               f"{_IMAGES_PER_MESSAGE} images.")
+        else:
+            self.documents += 1
+            if self.documents > _DOCUMENTS_PER_MESSAGE:
+                raise _invalid(f"Too many documents in messages.{self.i}: a message can include up to "
+                               f"{_DOCUMENTS_PER_MESSAGE} documents.")
+
+
+def _image_type(data: bytes) -> str | None:
+    """The image format the bytes are (their first bytes), of those an ImageBlock takes."""
+    if data.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "png"
+    if data.startswith(b"\xff\xd8\xff"):
+        return "jpeg"
+    if data.startswith((b"GIF87a", b"GIF89a")):
+        return "gif"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "webp"
+    return None
+
+
+def _image_size(kind: str, data: bytes) -> tuple[int, int] | None:
+    """(width, height) of a PNG, GIF or JPEG when its header says them (None otherwise)."""
+    if kind == "png" and len(data) >= 24:
+        return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    if kind == "gif" and len(data) >= 10:
+        return int.from_bytes(data[6:8], "little"), int.from_bytes(data[8:10], "little")
+    if kind == "jpeg":
+        at = 2
+        while at + 9 <= len(data) and data[at] == 0xFF:
+            marker, length = data[at + 1], int.from_bytes(data[at + 2:at + 4], "big")
+            if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+                return int.from_bytes(data[at + 7:at + 9], "big"), int.from_bytes(data[at + 5:at + 7], "big")
+            at += 2 + length
+    return None
+
+
+def _bytes_of(source: Any, at: str, member_at: str) -> bytes | None:
+    """The decoded ``source.bytes`` (None for an S3 location); refuses a source that is not exactly one of them
+    and data that is not base64."""
+    if not isinstance(source, dict) or len(source) != 1 or next(iter(source)) not in ("bytes", "s3Location"):
+        raise _invalid(f"The source at {at}.source must set exactly one of: bytes, s3Location.")
+    if "s3Location" in source:
+        return None
+    data = source["bytes"]
+    if not isinstance(data, str) or not base64_ok(data):
+        raise ApiError(400, f"Invalid base64 data at {at}.source.bytes: a blob is sent as standard, padded base64.",
+                       kind="SerializationException")
+    raw = binascii.a2b_base64(data)
+    if not raw:
+        raise _constraint("", f"{member_at}.source.bytes", "have length greater than or equal to 1")
+    return raw
+
+
+def _check_media(kind: str, block: Any, at: str, member_at: str, media: _MediaCount) -> None:
+    """An image or document block (``at``: its path; ``member_at``: the path of the member holding it, as AWS's
+    constraint messages write it), as Converse and the model behind it check it."""
+    media.add(kind)
+    where = f"{member_at}.{kind}"
+    if not isinstance(block, dict):
+        raise _constraint("null", where, "not be null")
+    formats = _IMAGE_FORMATS if kind == "image" else _DOCUMENT_FORMATS
+    fmt = block.get("format")
+    if kind == "image" and fmt is None:
+        raise _constraint("null", f"{where}.format", "not be null")
+    if fmt is not None and fmt not in formats:
+        raise _constraint(fmt, f"{where}.format", f"satisfy enum value set: [{', '.join(formats)}]")
+    if kind == "document":
+        name = block.get("name")
+        if not isinstance(name, str) or not 1 <= len(name) <= 200:
+            raise _constraint(name, f"{where}.name", "have length between 1 and 200")
+        if not _DOCUMENT_NAME.match(name):
+            raise _invalid(f"The document name at {at}.document.name can only contain alphanumeric characters, "
+                           "whitespace characters (no more than one in a row), hyphens, parentheses and square "
+                           "brackets.")
+    raw = _bytes_of(block.get("source"), f"{at}.{kind}", where)
+    if raw is None:
+        return
+    if kind == "document":
+        if len(raw) > _DOCUMENT_MAX:
+            raise _invalid(f"The document at {at}.document is {len(raw)} bytes: a document can be at most 4.5 MB.")
+        if fmt in (None, "pdf") and not raw.startswith(b"%PDF-"):
+            raise _invalid(f"The model returned the following errors: {at}.document.source.base64.data: The PDF "
+                           "specified was not valid.")
+        return
+    if len(raw) > _IMAGE_MAX:
+        raise _invalid(f"The image at {at}.image is {len(raw)} bytes: an image can be at most 3.75 MB.")
+    actual = _image_type(raw)
+    if actual is None:
+        raise _invalid(f"The model returned the following errors: {at}.image.source.base64.data: Could not process "
+                       "image")
+    if actual != fmt:
+        raise _invalid(f"The model returned the following errors: {at}.image.source.base64: The image was specified "
+                       f"using the image/{fmt} media type, but the image appears to be a image/{actual} image")
+    size = _image_size(actual, raw)
+    if size is not None and max(size) > _IMAGE_SIDE_MAX:
+        raise _invalid(f"The model returned the following errors: {at}.image.source.base64.data: At least one of "
+                       f"the image dimensions exceed max allowed size: {_IMAGE_SIDE_MAX} pixels")

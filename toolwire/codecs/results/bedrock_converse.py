@@ -12,6 +12,9 @@ Replay: the assistant content as received (reasoning with its signature, redacte
 server tools' blocks, in order), each ``toolUse`` with an object ``input``: input that did not parse is replayed
 as ``{"_invalid_arguments": "<raw text>"}``.
 
+A prompt after a trailing user message (the history of a run stopped once its results were in it) joins that
+message as a text block (``add_user``): Converse refuses two messages of one role in a row.
+
 Repair (``_blocks.place_result_blocks``): the user message after an assistant message with ``toolUse`` blocks
 starts with one ``toolResult`` per toolUse, in call order (missing ones inserted as errors; results found in later
 or split messages moved and merged there; duplicates and orphans dropped); any other content follows them.
@@ -178,6 +181,15 @@ class BedrockConverseResults(Results):
     def user_message(self, text: str, *, alone: bool = True) -> Any:
         """Converse message content is always a list of blocks."""
         return {"role": "user", "content": [{"text": text}]}
+
+    def add_user(self, history: list[Any], text: str, *, alone: bool = True) -> None:
+        """Converse refuses two messages of one role in a row: text after a trailing user message (the results of
+        a run stopped once they were in the history) joins it, as a text block after its content."""
+        last = history[-1] if history else None
+        if isinstance(last, dict) and last.get("role") == "user" and isinstance(last.get("content"), list):
+            history[-1] = {**last, "content": [*last["content"], {"text": text}]}
+        else:
+            history.append(self.user_message(text, alone=alone))
 
     def rename_ids(self, messages: list[Any], new_id: Callable[[Any], Any]) -> None:
         """Every toolUse block's and every toolResult block's ``toolUseId`` (a server tool's pair included)."""
