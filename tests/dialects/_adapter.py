@@ -83,7 +83,9 @@ class Adapter:
     * ``arguments_stream``: the dialect streams arguments in fragments (``ArgumentsReceived`` then concatenate to
       ``raw_arguments``); False when they arrive whole;
     * ``body(calls, response_id=, text=, custom=)``: a whole non-streaming response body; ``choices_body`` one with
-      a choice per list of calls, for dialects with several choices (``multi_choice``);
+      a choice per list of calls, for dialects with several choices (``multi_choice``); ``response_ids``: the
+      body carries ``response_id`` (False: the dialect's bodies have no response id, so a test that identifies
+      a response by it passes it as the dispatcher's ``turn_id``, as a user of such a dialect does);
     * ``fuzz_seeds(rng, k)``: ``(name, format, bytes)`` of ``k`` generated responses for the fuzzer; for its
       property that nothing after a stream's terminator is read, ``fuzz_event_type(payload)`` names a payload's
       event (default its ``type``), ``stream_terminators`` the events that end a stream and ``terminator_needles``
@@ -132,6 +134,7 @@ class Adapter:
 
     dialect: str = ""
     arguments_stream = True
+    response_ids = True
     multi_choice = False
     echo_ids_matter = False
     renamed_result_fixes: tuple[str, ...] = ()

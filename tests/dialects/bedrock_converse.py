@@ -178,6 +178,7 @@ def _is_call(b: Any) -> bool:
 
 class BedrockConverseAdapter(Adapter):
     dialect = "bedrock-converse"
+    response_ids = False  # a Converse body has no response id (the x-amzn-RequestId header is it)
     stream_terminators = frozenset({"messageStop"})
     terminator_needles = (b"messageStop",)
     surrogate_prefix = 3
