@@ -108,6 +108,7 @@ class Adapter:
     * ``check_answer(turn, encoded, results)``: the dialect's own rules for an answer (the generic ones are checked
       by the suite); ``content_of(result)``: the content the answer carries for a result;
     * ``history_shape(turn, msgs)``: the replay first, the answers right after it, every call answered once;
+      ``replayed_and_answered(msgs)``: the (id, name) of each call the history replays and of each answer it gives;
     * ``check_sdk(message)``: one message, item or step fits the official SDK's request types;
     * rich results (``tests/rich.py``, for a dialect its tables do not write out): ``native_types``, the MIME types
       a result carries natively; ``media_of(message)``, the (MIME type, base64) pairs one answer message carries
@@ -238,6 +239,11 @@ class Adapter:
 
     def poison_arguments(self, msgs: list[Any], raw: str) -> None:
         """Put ``raw`` (text that does not parse) in place of the second call's arguments, in place."""
+        raise NotImplementedError
+
+    def replayed_and_answered(self, msgs: list[Any]) -> tuple[list[tuple[Any, Any]], list[tuple[Any, Any]]]:
+        """The calls the history messages of one turn (``history_messages``) replay and the answers they give, as
+        ``(wire id or None, tool name or None)`` in order (a name where the answer carries one)."""
         raise NotImplementedError
 
     def check_sdk(self, message: Any) -> None:
