@@ -83,7 +83,9 @@ class Adapter:
     * ``arguments_stream``: the dialect streams arguments in fragments (``ArgumentsReceived`` then concatenate to
       ``raw_arguments``); False when they arrive whole;
     * ``body(calls, response_id=, text=, custom=)``: a whole non-streaming response body; ``choices_body`` one with
-      a choice per list of calls, for dialects with several choices (``multi_choice``);
+      a choice per list of calls, for dialects with several choices (``multi_choice``); ``response_ids``: the
+      body carries ``response_id`` (False: the dialect's bodies have no response id, so a test that identifies
+      a response by it passes it as the dispatcher's ``turn_id``, as a user of such a dialect does);
     * ``fuzz_seeds(rng, k)``: ``(name, format, bytes)`` of ``k`` generated responses for the fuzzer; for its
       property that nothing after a stream's terminator is read, ``fuzz_event_type(payload)`` names a payload's
       event (default its ``type``), ``stream_terminators`` the events that end a stream and ``terminator_needles``
@@ -108,6 +110,7 @@ class Adapter:
     * ``check_answer(turn, encoded, results)``: the dialect's own rules for an answer (the generic ones are checked
       by the suite); ``content_of(result)``: the content the answer carries for a result;
     * ``history_shape(turn, msgs)``: the replay first, the answers right after it, every call answered once;
+      ``replayed_and_answered(msgs)``: the (id, name) of each call the history replays and of each answer it gives;
     * ``check_sdk(message)``: one message, item or step fits the official SDK's request types;
     * rich results (``tests/rich.py``, for a dialect its tables do not write out): ``native_types``, the MIME types
       a result carries natively; ``media_of(message)``, the (MIME type, base64) pairs one answer message carries
@@ -134,6 +137,7 @@ class Adapter:
 
     dialect: str = ""
     arguments_stream = True
+    response_ids = True
     multi_choice = False
     echo_ids_matter = False
     renamed_result_fixes: tuple[str, ...] = ()
@@ -240,6 +244,11 @@ class Adapter:
 
     def poison_arguments(self, msgs: list[Any], raw: str) -> None:
         """Put ``raw`` (text that does not parse) in place of the second call's arguments, in place."""
+        raise NotImplementedError
+
+    def replayed_and_answered(self, msgs: list[Any]) -> tuple[list[tuple[Any, Any]], list[tuple[Any, Any]]]:
+        """The calls the history messages of one turn (``history_messages``) replay and the answers they give, as
+        ``(wire id or None, tool name or None)`` in order (a name where the answer carries one)."""
         raise NotImplementedError
 
     def check_sdk(self, message: Any) -> None:

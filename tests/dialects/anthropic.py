@@ -254,6 +254,11 @@ class AnthropicAdapter(Adapter):
                      and any(b.get("type") == "tool_result" for b in m["content"])]
         return problems
 
+    def replayed_and_answered(self, msgs: list[Any]) -> tuple[list[tuple[Any, Any]], list[tuple[Any, Any]]]:
+        calls = [(b["id"], b["name"]) for b in msgs[0]["content"] if b.get("type") == "tool_use"]
+        answers = [(b["tool_use_id"], None) for m in msgs[1:] for b in m["content"] if b.get("type") == "tool_result"]
+        return calls, answers
+
     def call_ids(self, msgs: list[Any]) -> list[Any]:
         return [b["id"] for m in msgs if m["role"] == "assistant" and isinstance(m["content"], list)
                 for b in m["content"] if b.get("type") == "tool_use"]

@@ -178,6 +178,7 @@ def _is_call(b: Any) -> bool:
 
 class BedrockConverseAdapter(Adapter):
     dialect = "bedrock-converse"
+    response_ids = False  # a Converse body has no response id (the x-amzn-RequestId header is it)
     stream_terminators = frozenset({"messageStop"})
     terminator_needles = (b"messageStop",)
     surrogate_prefix = 3
@@ -367,6 +368,11 @@ class BedrockConverseAdapter(Adapter):
                      and m["role"] == "user" and isinstance(m.get("content"), list)
                      and any(_is_result(b) for b in m["content"])]
         return problems
+
+    def replayed_and_answered(self, msgs: list[Any]) -> tuple[list[tuple[Any, Any]], list[tuple[Any, Any]]]:
+        calls = [(b["toolUse"]["toolUseId"], b["toolUse"]["name"]) for b in msgs[0]["content"] if _is_call(b)]
+        answers = [(b["toolResult"]["toolUseId"], None) for m in msgs[1:] for b in m["content"] if _is_result(b)]
+        return calls, answers
 
     def call_ids(self, msgs: list[Any]) -> list[Any]:
         return [b["toolUse"]["toolUseId"] for m in msgs if m["role"] == "assistant"

@@ -413,6 +413,13 @@ class GeminiAdapter(Adapter):
                      if i not in allowed and any("functionResponse" in p for p in m["parts"])]
         return problems
 
+    def replayed_and_answered(self, msgs: list[Any]) -> tuple[list[tuple[Any, Any]], list[tuple[Any, Any]]]:
+        calls = [(p["functionCall"].get("id"), p["functionCall"]["name"]) for p in msgs[0]["parts"]
+                 if "functionCall" in p]
+        answers = [(p["functionResponse"].get("id"), p["functionResponse"]["name"]) for m in msgs[1:]
+                   for p in m["parts"] if "functionResponse" in p]
+        return calls, answers
+
     def call_ids(self, msgs: list[Any]) -> list[Any]:
         return [p["functionCall"].get("id") for m in msgs if m["role"] == "model" for p in m["parts"]
                 if "functionCall" in p]

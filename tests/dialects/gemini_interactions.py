@@ -262,6 +262,11 @@ class InteractionsAdapter(Adapter):
                                 lambda x: x["type"] == "function_result", lambda x: x["call_id"],
                                 lambda x: x["type"] == "user_input")
 
+    def replayed_and_answered(self, msgs: list[Any]) -> tuple[list[tuple[Any, Any]], list[tuple[Any, Any]]]:
+        calls = [(s["id"], s["name"]) for s in msgs if s.get("type") == "function_call"]
+        answers = [(s["call_id"], s.get("name")) for s in msgs if s.get("type") == "function_result"]
+        return calls, answers
+
     def call_ids(self, msgs: list[Any]) -> list[Any]:
         return [m["id"] for m in msgs if m["type"] == "function_call"]
 

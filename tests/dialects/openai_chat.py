@@ -297,6 +297,11 @@ class ChatAdapter(Adapter):
                      if m.get("role") == "tool" and i not in answered]
         return problems
 
+    def replayed_and_answered(self, msgs: list[Any]) -> tuple[list[tuple[Any, Any]], list[tuple[Any, Any]]]:
+        calls = [(tc["id"], tc["function"]["name"]) for tc in msgs[0]["tool_calls"]]
+        answers = [(m["tool_call_id"], None) for m in msgs[1:] if m.get("role") == "tool"]
+        return calls, answers
+
     def call_ids(self, msgs: list[Any]) -> list[Any]:
         return [t["id"] for m in msgs if m.get("role") == "assistant" for t in m.get("tool_calls") or ()]
 

@@ -345,6 +345,11 @@ class ResponsesAdapter(Adapter):
                                 lambda x: x.get("type") in OUTPUTS, lambda x: x.get("call_id", x.get("id")),
                                 lambda x: x.get("type", "message") == "message" and x.get("role") != "assistant")
 
+    def replayed_and_answered(self, msgs: list[Any]) -> tuple[list[tuple[Any, Any]], list[tuple[Any, Any]]]:
+        calls = [(i["call_id"], i["name"]) for i in msgs if i.get("type") == "function_call"]
+        answers = [(i["call_id"], None) for i in msgs if i.get("type") == "function_call_output"]
+        return calls, answers
+
     def call_ids(self, msgs: list[Any]) -> list[Any]:
         return [m["call_id"] for m in msgs if m.get("type") in CALLS]
 

@@ -278,6 +278,9 @@ class HTTP:
       ``option_fields(temperature, reasoning_effort)``, which puts valid values where the dialect takes them
       (``options`` checks them first);
     * ``parse_error(cap, status, headers, body)``: an HTTP error response classified (default ``read_error``);
+    * ``response_id(headers)``: the provider's id of a response, read from its HTTP headers, for an API whose body
+      carries none (default None): the transports put it in ``Turn.request_id``, and the harness loop identifies
+      a turn by it when the body gives no response id;
     * for the tracing conventions (``toolwire.codecs.telemetry``): ``operation_name`` (``gen_ai.operation.name``),
       ``provider_name`` (``gen_ai.provider.name`` when the host is none the conventions name), ``span_attributes``
       (more attributes of an inference span) and ``request_fields`` (where the request parameters live: a path of
@@ -377,6 +380,12 @@ class HTTP:
         """The request fields for the (valid) options that are not None, in order (default: top-level
         ``temperature``; a dialect with reasoning efforts places them)."""
         return [{"temperature": temperature}] if temperature is not None else []
+
+    # ---- the response ----------------------------------------------------------------------------------------
+    def response_id(self, headers: Mapping[str, str]) -> str | None:
+        """The provider's id of a successful response, from its HTTP headers (``headers`` is case-insensitive
+        when it is ``httpx.Headers``; a part should not rely on that). Default: None (the body carries the id)."""
+        return None
 
     # ---- errors ----------------------------------------------------------------------------------------------
     def parse_error(self, cap: Capabilities, status: int, headers: Mapping[str, str], body: bytes

@@ -387,8 +387,9 @@ class _Core:
 
     def turn_id(self, turn: Turn) -> str:
         """What identifies ``turn`` in this conversation for the ledger: the length of the history it answers
-        (stable when the same conversation is replayed from the same stored history) and the response id."""
-        return f"h{len(self.history)}:{turn.response_id or '-'}"
+        (stable when the same conversation is replayed from the same stored history) and the response id (the
+        body's, else the one the response's headers gave, ``Turn.request_id``)."""
+        return f"h{len(self.history)}:{turn.response_id or turn.request_id or '-'}"
 
     def record_answer(self, turn: Turn) -> None:
         """Keep the model's final answer in the history, so the next prompt continues the conversation (a

@@ -67,6 +67,10 @@ def _without_userinfo(url: str) -> tuple[str, str | None]:
         return "[unreadable url]", None
 
 
+#: the longest response id read from a header that is kept (a longer one is not an id a provider sends)
+_MAX_REQUEST_ID = 200
+
+
 class _Base:
     def __init__(self, provider: str, *, model: str, base_url: str | None = None, api_key: str | None = None,
                  stream: bool = True, timeout: httpx.Timeout | float | None = None) -> None:
@@ -108,6 +112,13 @@ class _Base:
                                 provider=self.provider, status=None, type="signing_error",
                                 transient=False) from None
         return headers, data
+
+    def _request_id(self, headers: Any) -> str | None:
+        """The response's id from its headers (``HTTP.response_id``), when it is a short printable string."""
+        rid = self._http.response_id(headers)
+        if isinstance(rid, str) and 0 < len(rid) <= _MAX_REQUEST_ID and rid.isprintable() and rid.strip() == rid:
+            return rid
+        return None
 
     def _parser(self) -> StreamParser:
         return StreamParser(self.provider, format=self._format)
@@ -228,13 +239,16 @@ class HTTPTransport(_Base):
                     except httpx.HTTPError:
                         pass  # an error body cut or not decodable: the status and what arrived decide
                     raise self._http_error(status, resp.headers, bytes(error_body[:ERROR_BODY_LIMIT]))
+                request_id = self._request_id(resp.headers)
                 for chunk in resp.iter_bytes():
                     _feed(self, parser, chunk, head, status, on_event)
         except httpx.DecodingError as exc:
             raise self._unreadable(exc, status, bytes(head)) from None
         except httpx.HTTPError as exc:
             raise self._network_error(exc) from None
-        return _close(self, parser, head, status, on_event)
+        turn = _close(self, parser, head, status, on_event)
+        turn.request_id = request_id
+        return turn
 
     def close(self) -> None:
         if self._own:
@@ -283,13 +297,16 @@ class AsyncHTTPTransport(_Base):
                     except httpx.HTTPError:
                         pass  # an error body cut or not decodable: the status and what arrived decide
                     raise self._http_error(status, resp.headers, bytes(error_body[:ERROR_BODY_LIMIT]))
+                request_id = self._request_id(resp.headers)
                 async for chunk in resp.aiter_bytes():
                     _feed(self, parser, chunk, head, status, on_event)
         except httpx.DecodingError as exc:
             raise self._unreadable(exc, status, bytes(head)) from None
         except httpx.HTTPError as exc:
             raise self._network_error(exc) from None
-        return _close(self, parser, head, status, on_event)
+        turn = _close(self, parser, head, status, on_event)
+        turn.request_id = request_id
+        return turn
 
     async def aclose(self) -> None:
         if self._own:

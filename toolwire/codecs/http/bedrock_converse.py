@@ -17,6 +17,7 @@
   ``botocore.auth`` logger takes the token and the signature out of them).
 * The body: ``messages`` (the history), ``system`` as ``[{"text": ...}]``, ``inferenceConfig`` (``maxTokens``,
   ``temperature`` from 0 to 1), the declarations' ``toolConfig`` merged in.
+* The response's id: a Converse body has none; the ``x-amzn-RequestId`` header is it (``response_id``).
 * Errors: the body is ``{"message": ...}`` and the type is in the ``x-amzn-ErrorType`` header
   (``ThrottlingException:http://internal.amazon.com/coral/com.amazon.bedrock/``); throttling, a model not ready,
   a model timeout, an unavailable service and an internal error are transient, a validation error, a denied or
@@ -246,6 +247,14 @@ class BedrockConverseHTTP(HTTP):
 
     def option_fields(self, temperature: float | None, reasoning_effort: str | None) -> list[dict[str, Any]]:
         return [{"inferenceConfig": {"temperature": temperature}}] if temperature is not None else []
+
+    # ---- the response ----------------------------------------------------------------------------------------
+    def response_id(self, headers: Mapping[str, str]) -> str | None:
+        """The ``x-amzn-RequestId`` header: a Converse body carries no id of its own."""
+        for name, value in headers.items():
+            if name.lower() == "x-amzn-requestid":
+                return value
+        return None
 
     # ---- errors ----------------------------------------------------------------------------------------------
     def parse_error(self, cap: Capabilities, status: int, headers: Mapping[str, str], body: bytes
