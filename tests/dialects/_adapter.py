@@ -86,6 +86,7 @@ class Adapter:
       a choice per list of calls, for dialects with several choices (``multi_choice``); ``response_ids``: the
       body carries ``response_id`` (False: the dialect's bodies have no response id, so a test that identifies
       a response by it passes it as the dispatcher's ``turn_id``, as a user of such a dialect does);
+      ``with_usage(data, tokens)``: a whole body with its usage object saying ``tokens`` input and output tokens;
     * ``fuzz_seeds(rng, k)``: ``(name, format, bytes)`` of ``k`` generated responses for the fuzzer; for its
       property that nothing after a stream's terminator is read, ``fuzz_event_type(payload)`` names a payload's
       event (default its ``type``), ``stream_terminators`` the events that end a stream and ``terminator_needles``
@@ -208,6 +209,9 @@ class Adapter:
         raise NotImplementedError
 
     def results_in(self, body: dict[str, Any]) -> list[Any]:
+        raise NotImplementedError
+
+    def with_usage(self, data: bytes, tokens: int) -> bytes:
         raise NotImplementedError
 
     def content_of(self, result: ToolResult, expected_text: Callable[[ToolResult], str]) -> Any:

@@ -306,5 +306,10 @@ class AnthropicAdapter(Adapter):
         return [{"role": "user", "content": [
             tool_result(r[1] or "zz") if r[0] == "r" else {"type": "text", "text": "between"} for r in results]}]
 
+    def with_usage(self, data: bytes, tokens: int) -> bytes:
+        out = json.loads(data)
+        out["usage"] = {"input_tokens": tokens, "output_tokens": tokens}
+        return json.dumps(out).encode()
+
 
 ADAPTER = AnthropicAdapter()

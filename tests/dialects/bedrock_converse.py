@@ -420,5 +420,10 @@ class BedrockConverseAdapter(Adapter):
         return [{"role": "user", "content": [
             tool_result(r[1] or "zz") if r[0] == "r" else {"text": "between"} for r in results]}]
 
+    def with_usage(self, data: bytes, tokens: int) -> bytes:
+        out = json.loads(data)
+        out["usage"] = {"inputTokens": tokens, "outputTokens": tokens, "totalTokens": tokens}
+        return json.dumps(out).encode()
+
 
 ADAPTER = BedrockConverseAdapter()

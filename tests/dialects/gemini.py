@@ -466,5 +466,10 @@ class GeminiAdapter(Adapter):
         return [{"role": "tool" if odd else "user", "parts": [
             fr(r[2], r[1], "x" if odd else None) if r[0] == "r" else {"text": "between"} for r in results]}]
 
+    def with_usage(self, data: bytes, tokens: int) -> bytes:
+        out = json.loads(data)
+        out["usageMetadata"] = {"promptTokenCount": tokens, "candidatesTokenCount": tokens, "totalTokenCount": tokens}
+        return json.dumps(out).encode()
+
 
 ADAPTER = GeminiAdapter()

@@ -333,5 +333,10 @@ class ChatAdapter(Adapter):
         return [self.user("between") if r[0] == "text" else tool(r[1] or "zz", {"t": 1} if odd else "ok")
                 for r in results]
 
+    def with_usage(self, data: bytes, tokens: int) -> bytes:
+        out = json.loads(data)
+        out["usage"] = {"prompt_tokens": tokens, "completion_tokens": tokens, "total_tokens": tokens}
+        return json.dumps(out).encode()
+
 
 ADAPTER = ChatAdapter()

@@ -383,5 +383,10 @@ class ResponsesAdapter(Adapter):
     def render_results(self, results: list[Any], odd: bool) -> list[Any]:
         return [self.user("between") if r[0] == "text" else out_(r[1] or "zz") for r in results]
 
+    def with_usage(self, data: bytes, tokens: int) -> bytes:
+        out = json.loads(data)
+        out["usage"] = {"input_tokens": tokens, "output_tokens": tokens}
+        return json.dumps(out).encode()
+
 
 ADAPTER = ResponsesAdapter()
