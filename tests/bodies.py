@@ -27,6 +27,12 @@ def body(provider: str, calls: Sequence[Call], *, response_id: str | None = "res
     return adapter(provider).body(calls, response_id=response_id, text=text, custom=custom)
 
 
+def identified(provider: str, response_id: str) -> dict[str, str]:
+    """The dispatch keywords that identify a response of ``provider`` built with ``response_id``: none where the body
+    carries the id, else ``turn_id=response_id`` (a dialect whose bodies have no response id: what its users pass)."""
+    return {} if adapter(provider).response_ids else {"turn_id": response_id}
+
+
 def choices_body(provider: str, choices: Sequence[Sequence[Call]], *, response_id: str | None = "resp_1") -> bytes:
     """One response of ``provider`` (a dialect with several choices) with one choice (candidate) per list of calls,
     every choice finished cleanly."""

@@ -55,6 +55,7 @@ def test_breaking_set_each_limit_once():
         ("openai-responses", "max_tools", "filler_125"): 1,
         ("gemini", "name_pattern", "9lives"): 1,
         ("gemini-interactions", "name_pattern", "9lives"): 1,
+        ("bedrock-converse", "name_length", LONG): 1,
     })
     chat = doc["dialects"]["openai-chat"]
     assert {"tool": LONG, "limit": "name_length", "value": 70, "max": 64} in chat["limits"]
@@ -69,7 +70,7 @@ def test_breaking_set_renames_and_ok():
     doc = audit_tools(breaking_set()).to_json()["dialects"]
     assert {d: r["ok"] for d, r in doc.items()} == {
         "openai-chat": False, "openai-responses": False, "anthropic": True, "gemini": False,
-        "gemini-interactions": False}
+        "gemini-interactions": False, "bedrock-converse": False}
     assert [(r["tool"], r["to"]) for r in doc["openai-chat"]["renamed"]] == [(LONG, suggest_name(LONG, CAPABILITIES[
         "openai-chat"]))]
     assert [(r["tool"], r["to"]) for r in doc["gemini"]["renamed"]] == [("9lives", "_9lives")]
@@ -209,8 +210,10 @@ def test_cli_audit_usage_exits_2(breaking_file):
 # ---- schema shapes a provider refuses whatever their size ------------------------------------------------------
 
 @pytest.mark.parametrize("schema, refused_by, limit", [
-    ({"type": "array", "items": {"type": "string"}}, {"openai-chat", "openai-responses", "anthropic"}, "schema_root"),
-    ({"properties": {"a": {"type": "string"}}}, {"openai-chat", "openai-responses", "anthropic"}, "schema_root"),
+    ({"type": "array", "items": {"type": "string"}}, {"openai-chat", "openai-responses", "anthropic",
+                                                      "bedrock-converse"}, "schema_root"),
+    ({"properties": {"a": {"type": "string"}}}, {"openai-chat", "openai-responses", "anthropic", "bedrock-converse"},
+     "schema_root"),
     ({"type": "object", "anyOf": [{"required": ["a"]}]}, {"anthropic"}, "schema_root"),
     ({"type": "object", "properties": {"tags": {"type": "array"}}}, {"openai-chat", "openai-responses"},
      "array_items"),

@@ -14,11 +14,12 @@ PROVIDERS = tuple(d.id for d in dialects_with("http"))
 
 
 def test_every_dialect_has_its_operation_and_provider_name():
-    """generate_content for Gemini, chat for the others; openai, anthropic, gcp.gemini."""
+    """generate_content for Gemini, chat for the others; openai, anthropic, gcp.gemini, aws.bedrock."""
     assert OPERATION_NAMES == {"openai-chat": "chat", "openai-responses": "chat", "anthropic": "chat",
-                               "gemini": "generate_content", "gemini-interactions": "chat"}
+                               "gemini": "generate_content", "gemini-interactions": "chat",
+                               "bedrock-converse": "chat"}
     assert {p: provider_name(p, None) for p in PROVIDERS} == PROVIDER_NAMES
-    assert set(PROVIDER_NAMES.values()) == {"openai", "anthropic", "gcp.gemini"}
+    assert set(PROVIDER_NAMES.values()) == {"openai", "anthropic", "gcp.gemini", "aws.bedrock"}
 
 
 @pytest.mark.parametrize("dialect, host, name", [
@@ -46,13 +47,14 @@ def _body(dialect: str, **options) -> dict:
 
 @pytest.mark.parametrize("dialect", PROVIDERS)
 def test_request_parameters_are_read_where_each_dialect_puts_them(dialect):
-    """The temperature option, in each dialect's own field, is gen_ai.request.temperature; Anthropic's
-    max_tokens is always sent."""
+    """The temperature option, in each dialect's own field, is gen_ai.request.temperature; the token limit a
+    dialect always sends (Anthropic's max_tokens, Bedrock's inferenceConfig.maxTokens) is gen_ai.request.max_tokens."""
     attributes = request_attributes(dialect, _body(dialect))
+    always = {"gen_ai.request.max_tokens": 1024} if dialect in ("anthropic", "bedrock-converse") else {}
     if dialect == "anthropic":
-        assert attributes == {"gen_ai.request.max_tokens": 1024}
+        assert attributes == always
     else:
-        assert attributes == {"gen_ai.request.temperature": 0.5}
+        assert attributes == {**always, "gen_ai.request.temperature": 0.5}
 
 
 @pytest.mark.parametrize("dialect, body, expected", [

@@ -7,7 +7,8 @@ one effect per item and conversation), one dialect for every conversation or one
 the server is broken (reuses a response id for a new response). The rules:
 
 * a model turn arrives (1-3 calls, with or without provider call ids, ids reused as ``call_0`` every turn or
-  unique, with or without a response id; without one the application passes the conversation position as
+  unique, with or without a response id (never one for a dialect whose bodies carry none); without one the
+  application passes the conversation position as
   ``turn_id``, as a loop does, and some applications always pass it; sometimes several choices, of which one is
   dispatched) and is dispatched, sync or async, with or without every approval the application holds; sometimes
   the ledger fails to record a write's completion, after its effect: the process dies there and restarts, or it
@@ -52,6 +53,7 @@ import toolwire
 from toolwire import Approval, Decision, Dispatcher, LedgerError, Registry, ResultKind, SQLiteLedger, Tool
 
 from .bodies import MULTI_CHOICE, PROVIDERS, body, choices_body
+from .dialects import adapter
 
 K = ResultKind
 WRITES = ("add_item", "add_tag")
@@ -335,35 +337,6 @@ class Model:
         return rows
 
 
-# ---- history: one answer per dispatched call -------------------------------------------------------------------
-
-def replayed_and_answered(provider: str, msgs: list[Any]) -> tuple[list[tuple], list[tuple]]:
-    """The calls the history replays and the answers it gives, as (wire id, tool name or None) in order."""
-    if provider == "openai-chat":
-        calls = [(tc["id"], tc["function"]["name"]) for tc in msgs[0]["tool_calls"]]
-        answers = [(m["tool_call_id"], None) for m in msgs[1:] if m.get("role") == "tool"]
-        return calls, answers
-    if provider == "openai-responses":
-        calls = [(i["call_id"], i["name"]) for i in msgs if i.get("type") == "function_call"]
-        answers = [(i["call_id"], None) for i in msgs if i.get("type") == "function_call_output"]
-        return calls, answers
-    if provider == "anthropic":
-        calls = [(b["id"], b["name"]) for b in msgs[0]["content"] if b.get("type") == "tool_use"]
-        answers = [(b["tool_use_id"], None) for m in msgs[1:] for b in m["content"] if b.get("type") == "tool_result"]
-        return calls, answers
-    if provider == "gemini":
-        calls = [(p["functionCall"].get("id"), p["functionCall"]["name"]) for p in msgs[0]["parts"]
-                 if "functionCall" in p]
-        answers = [(p["functionResponse"].get("id"), p["functionResponse"]["name"]) for m in msgs[1:]
-                   for p in m["parts"] if "functionResponse" in p]
-        return calls, answers
-    if provider == "gemini-interactions":
-        calls = [(s["id"], s["name"]) for s in msgs if s.get("type") == "function_call"]
-        answers = [(s["call_id"], s.get("name")) for s in msgs if s.get("type") == "function_result"]
-        return calls, answers
-    raise AssertionError(provider)
-
-
 # ---- the machine -----------------------------------------------------------------------------------------------
 
 calls_st = st.lists(st.tuples(st.sampled_from(WRITES + WRITES + (READ,)), st.sampled_from(ITEMS)),
@@ -510,7 +483,7 @@ class ConversationMachine(RuleBasedStateMachine):
         # the history answers exactly the dispatched calls, once each, after the dispatched choice's message
         if results:
             msgs = toolwire.history_messages(rec.turn, results)
-            replayed, answers = replayed_and_answered(rec.conv.dialect, msgs)
+            replayed, answers = adapter(rec.conv.dialect).replayed_and_answered(msgs)
             assert len(replayed) == len(answers) == len(calls)
             assert [ref for ref, _ in answers] == [ref for ref, _ in replayed]
             for (ref, name), (aref, aname), call in zip(replayed, answers, calls):
@@ -534,6 +507,8 @@ class ConversationMachine(RuleBasedStateMachine):
             specs.append([({"none": None, "reused": f"call_{next(k)}", "unique": f"call_{n}_{next(k)}"}[id_mode],
                            name, item) for name, item in calls])
         rid_modes = ["none", "unique"] + (["reused"] if self.broken_server and conv.turns else [])
+        if not adapter(conv.dialect).response_ids:  # its bodies carry none: the application passes turn_id
+            rid_modes = ["none"]
         rid_mode = data.draw(st.sampled_from(rid_modes), label="response id")
         broken = False
         if rid_mode == "none":

@@ -588,6 +588,12 @@ def test_any_guest_count_that_is_not_an_integer_is_refused_at_its_path(provider,
 # ---- declaring them -------------------------------------------------------------------------------------------------
 
 def _declared_schemas(provider: str, fragment: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    from toolwire.codecs import dialect_for
+
+    if provider not in ("openai-chat", "anthropic", "gemini", "openai-responses", "gemini-interactions"):
+        # another dialect: its declarations part finds its tools (tools_in), their names (read_tool) and schemas
+        part = dialect_for(provider).declarations
+        return {part.read_tool(t, i)["name"]: part.schema_of(t) for i, t in enumerate(part.tools_in(fragment))}
     tools = fragment["tools"]
     if provider == "openai-chat":
         return {t["function"]["name"]: t["function"]["parameters"] for t in tools}

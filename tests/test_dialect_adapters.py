@@ -27,9 +27,10 @@ def test_every_adapter_is_a_registered_dialect():
 
 @pytest.mark.parametrize("provider", REGISTERED)
 def test_the_fuzz_seeds_of_every_dialect_parse(provider):
-    """The adapter's fuzz seeds exist in every format it writes and each parses without an exception."""
+    """The adapter's fuzz seeds exist in every format it writes (the text formats, and the dialect's own framing)
+    and each parses without an exception."""
     seeds = adapter(provider).fuzz_seeds(random.Random(1), 8)
-    assert seeds and {fmt for _, fmt, _ in seeds} <= {"sse", "jsonl", "json"}
+    assert seeds and {fmt for _, fmt, _ in seeds} <= {"sse", "jsonl", "json", adapter(provider).stream_format}
     for _, fmt, data in seeds:
         toolwire.parse(provider, data, format=fmt)
 
@@ -44,3 +45,14 @@ def test_the_small_stream_and_a_body_give_their_calls(provider):
     calls = [("c_1", "f", {"x": 1}), ("c_2", "g", {})]
     turn = toolwire.parse(provider, a.body(calls, text="Sure."), format="json")
     assert turn.finished_cleanly and [(c.call_id, c.name, c.args) for c in turn.calls] == calls
+
+
+@pytest.mark.parametrize("provider", REGISTERED)
+def test_an_adapter_says_truly_whether_a_body_carries_its_response_id(provider):
+    """`response_ids` is True exactly when a body built with a response id parses to a Turn with that id (the
+    identity tests pass it as `turn_id` otherwise)."""
+    a = adapter(provider)
+    turn = toolwire.parse(provider, a.body([("call_1", "f", {})], response_id="resp_42"))
+    assert (turn.response_id == "resp_42") is a.response_ids, turn.response_id
+    if not a.response_ids:
+        assert turn.response_id is None

@@ -33,24 +33,27 @@ from toolwire.types import FinishReason
 
 # ---- the registry --------------------------------------------------------------------------------------------------
 def test_the_registry_lists_every_dialect_module_in_its_order():
-    """The registry holds the five dialects, in their order, and PROVIDERS is its list of ids."""
+    """The registry holds the six dialects, in their order, and PROVIDERS is its list of ids."""
     assert [d.id for d in dialects()] == ["openai-chat", "anthropic", "openai-responses", "gemini",
-                                          "gemini-interactions"]
+                                          "gemini-interactions", "bedrock-converse"]
     assert toolwire.PROVIDERS == tuple(d.id for d in dialects())
     assert [d.order for d in dialects()] == sorted(d.order for d in dialects())
 
 
 def test_every_record_has_its_parts():
-    """Each record's codec, declarations, results, capabilities and HTTP parts are of the documented types, its
-    capabilities name it, and its simulator part loads on demand."""
+    """Each record's codec, declarations, results and capabilities parts are of the documented types, its
+    capabilities name it, and its optional HTTP and simulator parts (when it has them) too, the simulator's loaded on
+    demand."""
     for d in dialects():
         assert issubclass(d.codec, codec_base.Codec) and d.codec.provider == d.id
         assert isinstance(d.declarations, Declarations) and d.declarations.dialect == d.id
         assert isinstance(d.results, Results) and d.results.dialect == d.id
         assert isinstance(d.capabilities, Capabilities) and d.capabilities.dialect == d.id
-        assert isinstance(d.http, HTTP) and d.http.dialect == d.id
-        assert d.simulator().name == d.id
-    assert {d.id for d in dialects_with("http")} == {d.id for d in dialects_with("sim")} == set(toolwire.PROVIDERS)
+        assert d.http is None or (isinstance(d.http, HTTP) and d.http.dialect == d.id)
+        assert d.sim is None or d.simulator().name == d.id
+    with_http = {d.id for d in dialects_with("http")}
+    assert with_http == {d.id for d in dialects() if d.http is not None} and with_http <= set(toolwire.PROVIDERS)
+    assert {d.id for d in dialects_with("sim")} == {d.id for d in dialects() if d.sim is not None}
 
 
 def test_unknown_dialects_and_parts_are_usage_errors():
@@ -308,3 +311,28 @@ def test_its_block_results_are_repaired_by_the_shared_helper(toy):
     assert [a.kind.value for a in report.actions] == ["dropped_orphan", "inserted_result"]
     assert out[2]["content"][0]["toolResult"]["toolUseId"] == "tu_1" and out[2]["content"][1] == {"text": "and?"}
     assert toolwire.repair_history("toy", out)[1].actions == []
+
+
+def test_a_framing_error_carries_the_events_the_parse_ended_with(toy):
+    """A binary stream cut inside a frame: the FramingError raised at close carries the events close could not
+    return, ending with the failed turn's TurnFinished (as a cut SSE stream's close returns them)."""
+    head = frames({"text": "Checking."})
+    parser = toolwire.StreamParser("toy", format="toyframe")
+    parser.feed(head + STREAM[len(head):len(head) + 5])
+    with pytest.raises(FramingError) as info:
+        parser.close()
+    assert [type(e).__name__ for e in info.value.events][-1] == "TurnFinished"
+    assert info.value.events[-1].turn == parser.turn and parser.turn.error.type == "framing_error"
+
+
+def test_its_framing_is_a_format_of_the_command_line(toy, tmp_path, capsys):
+    """toolwire parse takes the dialect's framing name as --format for that dialect (exit 0, its calls), and refuses
+    it for a dialect whose framing it is not (exit 2)."""
+    from toolwire.cli import main
+
+    path = tmp_path / "stream.bin"
+    path.write_bytes(STREAM)
+    assert main(["parse", "--provider", "toy", "--format", "toyframe", str(path)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [(c["call_id"], c["args"]) for c in doc["calls"]] == [("tu_1", {"city": "Paris"})]
+    assert main(["parse", "--provider", "openai-chat", "--format", "toyframe", str(path)]) == 2

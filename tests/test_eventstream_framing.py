@@ -25,6 +25,7 @@ from toolwire.codecs.eventstream import (
     EventStreamError,
     EventStreamMessage,
     HeaderType,
+    encode_message,
 )
 from toolwire.errors import FramingError, ToolwireError
 
@@ -673,3 +674,40 @@ def test_many_distinct_headers_sections_keep_the_caches_bounded_and_the_values_r
     assert got[-1].event_type == "messageStart"
     assert len(eventstream._HEADERS_SEEN) <= eventstream._HEADERS_SEEN_MAX
     assert len(eventstream._TEXT_SEEN) <= eventstream._TEXT_SEEN_MAX
+
+
+# --------------------------------------------------------------------------------------------------------------
+# the encoder toolwire ships (encode_message), against the independent one and the decoder
+# --------------------------------------------------------------------------------------------------------------
+
+_ENCODABLE = st.one_of(st.booleans(), st.integers(-(2**63), 2**63 - 1), st.binary(max_size=64), st.text(max_size=24),
+                       st.uuids(), st.integers(-62135596800000, 253402300799999).map(
+                           lambda ms: datetime.datetime(1970, 1, 1, tzinfo=UTC) + datetime.timedelta(milliseconds=ms)))
+
+
+@PROPERTY_SETTINGS
+@given(headers=st.dictionaries(_NAMES, _ENCODABLE, max_size=6), payload=st.binary(max_size=300))
+def test_encode_message_gives_what_the_decoder_reads_back(headers, payload):
+    """Any headers of every Python value type and any payload, encoded by encode_message, decode to those headers
+    (an int as itself, a datetime to the millisecond) and that payload, fed whole and byte by byte."""
+    raw = encode_message(headers, payload)
+    expected = [EventStreamMessage(headers, payload)]
+    assert decode([raw]) == expected
+    assert decode([raw[i:i + 1] for i in range(len(raw))]) == expected
+
+
+def test_encode_message_writes_the_bytes_of_the_format():
+    """A Bedrock-style event from encode_message is byte for byte the one the independent encoder writes."""
+    payload = b'{"contentBlockIndex":0,"delta":{"text":"Hi"},"p":"ab"}'
+    assert encode_message({":event-type": "contentBlockDelta", ":content-type": "application/json",
+                           ":message-type": "event"}, payload) == GOOD2
+
+
+def test_encode_message_refuses_what_the_format_cannot_hold():
+    """A name over 255 bytes, a string over 65535 bytes or a value of no header type is refused, not cut."""
+    with pytest.raises(ValueError):
+        encode_message({"n" * 256: True})
+    with pytest.raises(ValueError):
+        encode_message({"s": "x" * 65536})
+    with pytest.raises(TypeError):
+        encode_message({"f": 1.5})  # type: ignore[dict-item]

@@ -387,6 +387,7 @@ EXTRA = {
     "anthropic": {"metadata": {"user_id": "u-1"}},
     "gemini": {"generationConfig": {"seed": 7}},
     "gemini-interactions": {"generation_config": {"seed": 7}},
+    "bedrock-converse": {"additionalModelRequestFields": {"top_k": 5}},
 }
 
 
@@ -402,6 +403,9 @@ def option_fields(provider: str, body: dict[str, Any]) -> dict[str, Any]:
         return {k: body.get(k) for k in ("tool_choice", "temperature", "output_config", "metadata")}
     if provider == "gemini":
         return {k: body.get(k) for k in ("toolConfig", "generationConfig")}
+    if provider == "bedrock-converse":
+        return {"toolChoice": body["toolConfig"].get("toolChoice"), "inferenceConfig": body.get("inferenceConfig"),
+                "additionalModelRequestFields": body.get("additionalModelRequestFields")}
     return {"generation_config": body.get("generation_config")}
 
 
@@ -416,6 +420,8 @@ FIRST = {
                "generationConfig": {"temperature": 0.5, "thinkingConfig": {"thinkingLevel": "HIGH"}, "seed": 7}},
     "gemini-interactions": {"generation_config": {"tool_choice": "any", "temperature": 0.5,
                                                   "thinking_level": "high", "seed": 7}},
+    "bedrock-converse": {"toolChoice": {"any": {}}, "inferenceConfig": {"maxTokens": 1024, "temperature": 0.5},
+                         "additionalModelRequestFields": {"top_k": 5}},
 }
 #: the forced choice of the first request is relaxed to auto afterwards
 LATER_CHOICE = {
@@ -425,6 +431,7 @@ LATER_CHOICE = {
     "gemini": ("toolConfig", {"functionCallingConfig": {"mode": "AUTO"}}),
     "gemini-interactions": ("generation_config", {"tool_choice": "auto", "temperature": 0.5, "thinking_level": "high",
                                                   "seed": 7}),
+    "bedrock-converse": ("toolChoice", {"auto": {}}),
 }
 
 
@@ -456,6 +463,14 @@ def validate_with_sdk(provider: str, body: dict[str, Any]) -> None:
 
         gt.GenerationConfig.model_validate(body["generationConfig"])  # unknown fields are refused
         gt.ToolConfig.model_validate(body["toolConfig"])
+    elif provider == "bedrock-converse":
+        import botocore.session
+        from botocore.validate import ParamValidator
+
+        shape = botocore.session.get_session().get_service_model("bedrock-runtime").operation_model(
+            "ConverseStream").input_shape
+        report = ParamValidator().validate({**body, "modelId": "m"}, shape)
+        assert not report.has_errors(), report.generate_report()
     else:
         from google.genai._gaos.types.interactions import generationconfig
 
@@ -470,8 +485,9 @@ def test_request_options_reach_every_request_in_the_dialects_own_fields(sim, pro
     wants them, valid for its SDK; a forced choice applies to the first request only."""
     world = DemoWorld()
     temperature = None if provider == "anthropic" else 0.5  # Anthropic's request type has no temperature
+    effort = None if provider == "bedrock-converse" else "high"  # Bedrock's is a model's own field (extra_body)
     loop = make_loop(mode, provider, sim, world.registry(), tool_choice=ToolChoice.required(), parallel=False,
-                     temperature=temperature, reasoning_effort="high", extra_body=EXTRA[provider])
+                     temperature=temperature, reasoning_effort=effort, extra_body=EXTRA[provider])
     warnings = loop.warnings
     result = converse(mode, loop, HEIGHT)
     assert not result.fallback and "170 cm" in result.answer
@@ -481,7 +497,7 @@ def test_request_options_reach_every_request_in_the_dialects_own_fields(sim, pro
     assert option_fields(provider, later)[field] == choice
     for body in (first, later):
         validate_with_sdk(provider, body)
-    if provider.startswith("gemini"):
+    if provider.startswith("gemini") or provider == "bedrock-converse":
         assert [w.code for w in warnings] == ["parallel_not_expressible"]
     else:
         assert warnings == ()
@@ -493,6 +509,7 @@ STRICT = {
     "anthropic": lambda b: all(t["strict"] for t in b["tools"]),
     "gemini": lambda b: b["toolConfig"]["functionCallingConfig"]["mode"] == "VALIDATED",
     "gemini-interactions": lambda b: b["generation_config"]["tool_choice"] == "validated",
+    "bedrock-converse": lambda b: all(t["toolSpec"]["strict"] for t in b["toolConfig"]["tools"]),
 }
 
 

@@ -145,7 +145,8 @@ def test_a_malformed_call_retry_stays_within_the_policy_budget(sim, mode):
 def test_a_filtered_turn_after_a_tool_round_gets_the_fallback(sim, provider, mode):
     """The ending that follows the tool results is checked as strictly as the first one."""
     reason = {"openai-chat": "content_filter", "openai-responses": "content_filter", "anthropic": "refusal",
-              "gemini": "SAFETY", "gemini-interactions": "cancelled"}[provider]
+              "gemini": "SAFETY", "gemini-interactions": "cancelled",
+              "bedrock-converse": "guardrail_intervened"}[provider]
     sim.plan([Fault.ok()], then=Fault.finish(reason, partial=True))
     result = run(sim, provider, mode, HEIGHT)
     expected = FallbackReason.PROVIDER_FAILED if provider == "gemini-interactions" else FallbackReason.CONTENT_FILTERED
@@ -173,6 +174,7 @@ EMPTY = {
     "anthropic": lambda: Fault.finish("end_turn"),
     "gemini": lambda: Fault.finish("STOP"),
     "gemini-interactions": lambda: Fault.finish("completed"),
+    "bedrock-converse": lambda: Fault.finish("end_turn"),
 }
 
 

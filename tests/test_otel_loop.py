@@ -35,9 +35,9 @@ FAST = RetryPolicy(attempts=5, deadline=20.0, initial=0.01, max_backoff=0.05, ma
 MODEL = "sim-model"
 PROMPT = "How tall am I?"
 OPERATION = {"openai-chat": "chat", "openai-responses": "chat", "anthropic": "chat", "gemini": "generate_content",
-             "gemini-interactions": "chat"}
+             "gemini-interactions": "chat", "bedrock-converse": "chat"}
 PROVIDER_NAME = {"openai-chat": "openai", "openai-responses": "openai", "anthropic": "anthropic",
-                 "gemini": "gcp.gemini", "gemini-interactions": "gcp.gemini"}
+                 "gemini": "gcp.gemini", "gemini-interactions": "gcp.gemini", "bedrock-converse": "aws.bedrock"}
 _tracer = trace.get_tracer("toolwire.tests")
 
 
@@ -135,8 +135,8 @@ def check_request(provider: str, span, agent, sim) -> None:
 def check_response(span, turn) -> None:
     """The response attributes of an inference span are those of the turn the loop accepted."""
     a = span.attributes
-    assert a["gen_ai.response.id"] == turn.response_id
-    assert a["gen_ai.response.model"] == turn.model
+    assert a.get("gen_ai.response.id") == turn.response_id  # None: the API gives its responses no id (Bedrock)
+    assert a.get("gen_ai.response.model") == turn.model
     assert list(a["gen_ai.response.finish_reasons"]) == [turn.raw_finish_reason]
     usage = turn.token_usage
     assert usage is not None and usage.input_tokens > 0 and usage.output_tokens > 0  # the simulator reports usage
@@ -259,7 +259,7 @@ def test_a_request_whose_every_attempt_fails_reports_the_last_one(provider, mode
     assert span.status.status_code is StatusCode.ERROR
     assert len(turns) == 5 and turns[-1].error is not None
     assert list(span.attributes["gen_ai.response.finish_reasons"]) == [turns[-1].raw_finish_reason or "error"]
-    assert span.attributes["gen_ai.response.id"] == turns[-1].response_id
+    assert span.attributes.get("gen_ai.response.id") == turns[-1].response_id
     assert [e.attributes["attempt"] for e in span.events if e.name == "toolwire.retry"] == [1, 2, 3, 4]
     assert {e.attributes["error.type"] for e in span.events} == {retries[-1].reason}
     assert agent.attributes["error.type"] == "provider_failed"
@@ -324,7 +324,7 @@ def lookup_demo_value(key: str) -> dict:
 
 registry = toolwire.Registry([toolwire.Tool.from_function(lookup_demo_value, effect="read")])
 with SimProvider().serve() as url:
-    for provider in toolwire.PROVIDERS:
+    for provider in [d.id for d in toolwire.codecs.dialects_with("sim") if d.http is not None]:
         with ToolLoop(provider, model="m", registry=registry, base_url=url, api_key="k") as loop:
             result = loop.run("How tall am I?")
         assert not result.fallback and result.steps[0].turn.token_usage is not None, (provider, result)

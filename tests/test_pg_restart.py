@@ -23,7 +23,7 @@ import toolwire
 from toolwire.registry import Dispatcher, LedgerError, LedgerKey, PostgresLedger, ResultKind, ToolResult
 from toolwire.registry.pg_ledger import _Attempt
 
-from .bodies import PROVIDERS, body
+from .bodies import PROVIDERS, body, identified
 
 MODES = ("fast", "immediate")
 
@@ -356,13 +356,16 @@ def test_write_that_restarts_the_server_is_completed_and_answered_once(server, c
     registry = toolwire.Registry([toolwire.Tool.from_function(save_note, effect="write", timeout=120)])
     ledger = PostgresLedger(server.url, pool_size=2, timeout=30)
     try:
-        [res] = _dispatch(Dispatcher(registry, ledger=ledger), how, _note_turn(provider), conversation_id=conv)
+        # the turn's identity: the response id its body carries, else the turn_id its users pass
+        kw = identified(provider, "resp_restart")
+        [res] = _dispatch(Dispatcher(registry, ledger=ledger), how, _note_turn(provider), conversation_id=conv, **kw)
         assert res.kind is ResultKind.OK and res.content == {"saved": "hello", "count": 1}
         [(_, status, stored)] = _rows(server.url, conv)
         assert status == "completed"
         assert msgspec.json.decode(bytes(stored), type=ToolResult).content == res.content
         # a new dispatcher (a restarted worker) on the same ledger: answered from the record, nothing runs
-        [again] = _dispatch(Dispatcher(registry, ledger=ledger), how, _note_turn(provider), conversation_id=conv)
+        [again] = _dispatch(Dispatcher(registry, ledger=ledger), how, _note_turn(provider), conversation_id=conv,
+                            **kw)
         assert again.kind is ResultKind.OK and again.content == res.content
         assert effects == ["hello"]
     finally:

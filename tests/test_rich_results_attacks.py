@@ -33,9 +33,11 @@ from toolwire import (
     Tool,
     ToolError,
 )
+from toolwire.codecs import dialect_for
 from toolwire.registry import _rich
 
 from .bodies import PROVIDERS, body
+from .dialects import SIMULATED, adapter
 from .rich import CONTENTS, PNG, turn_of
 from .test_results_encoding import check_sdk
 
@@ -212,7 +214,8 @@ def test_a_history_of_every_rich_answer_survives_json_and_repair(provider):
         return answers[n]
 
     results = Dispatcher(Registry([Tool.from_function(show, effect="read")])).run(turn, conversation_id="c")
-    history = json.loads(json.dumps([USER[provider], *toolwire.history_messages(turn, results)]))
+    history = json.loads(json.dumps([USER[provider] if provider in USER else adapter(provider).user("hi"),
+                                     *toolwire.history_messages(turn, results)]))
     repaired, report = toolwire.repair_history(provider, history)
     assert [a.kind.value for a in report.actions] == (["inserted_thought_signature"] if provider == "gemini"
                                                       else [])
@@ -282,7 +285,7 @@ TOOLS_MODULE = textwrap.dedent('''
 ''')
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", SIMULATED)
 def test_chat_json_with_a_rich_answer_prints_the_contract(provider, tmp_path):
     """``toolwire chat --json`` whose tool answers with an image labelled wrongly and NaN in structured: exit 0,
     the JSON document, the model's answer (no fallback)."""
@@ -291,7 +294,7 @@ def test_chat_json_with_a_rich_answer_prints_the_contract(provider, tmp_path):
     from .rich import JPEG
 
     (tmp_path / "richtools.py").write_text(TOOLS_MODULE.format(jpeg=JPEG))
-    keys = {name: "sim-key-0123" for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY")}
+    keys = {name: "sim-key-0123" for name in dialect_for(provider).http.api_key_env}  # the dialect's own variables
     with SimProvider(seed=3).serve() as url:
         out = subprocess.run([sys.executable, "-m", "toolwire", "chat", "--provider", provider, "--model", "m",
                               "--tools", "richtools", "--base-url", url, "--json", "How tall am I?"],

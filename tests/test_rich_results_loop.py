@@ -16,7 +16,8 @@ from toolwire import Content, ImagePart, Registry, TextPart, Tool, ToolError
 from toolwire.harness import AsyncToolLoop, RetryPolicy, ToolLoop
 from toolwire.sim import SimProvider
 
-from .bodies import PROVIDERS
+from .dialects import SIMULATED as PROVIDERS  # the loop runs against the simulated provider
+from .dialects import adapter
 from .rich import NATIVE, PNG, media_of
 
 FAST = RetryPolicy(attempts=3, deadline=20.0, initial=0.01, max_backoff=0.05, max_hint=2.0)
@@ -38,16 +39,7 @@ def lookup_demo_value(key: str) -> Content:
 
 def answers_sent(provider: str, body: dict[str, Any]) -> list[Any]:
     """The tool results in a recorded request body, in the shape ``encode_results`` gives them."""
-    if provider == "openai-chat":
-        return [m for m in body["messages"] if m["role"] == "tool"]
-    if provider == "anthropic":
-        return [m for m in body["messages"] if m["role"] == "user" and isinstance(m["content"], list)
-                and any(b.get("type") == "tool_result" for b in m["content"])]
-    if provider == "gemini":
-        return [c for c in body["contents"] if any("functionResponse" in p for p in c["parts"])]
-    if provider == "openai-responses":
-        return [i for i in body["input"] if isinstance(i, dict) and i.get("type") == "function_call_output"]
-    return [s for s in body["input"] if isinstance(s, dict) and s.get("type") == "function_result"]
+    return adapter(provider).results_in(body)
 
 
 def run_loop(sim: SimProvider, provider: str, mode: str, registry: Registry, prompt: str) -> Any:

@@ -21,14 +21,19 @@ from toolwire.sim import SCENARIOS, Fault, RecordedRequest, SimProvider
 from .dialects import SIMULATED
 
 DIALECTS = list(SIMULATED)  # every dialect the simulator speaks
-STREAMED_ARGS = ["openai-chat", "openai-responses", "anthropic", "gemini-interactions"]  # Gemini calls come whole
+STREAMED_ARGS = ["openai-chat", "openai-responses", "anthropic", "gemini-interactions",
+                 "bedrock-converse"]  # Gemini calls come whole
 AUTH = {
     "openai-chat": {"Authorization": "Bearer sk-test"},
     "openai-responses": {"Authorization": "Bearer sk-test"},
     "anthropic": {"x-api-key": "sk-ant-test", "anthropic-version": "2023-06-01"},
     "gemini": {"x-goog-api-key": "test-key"},
     "gemini-interactions": {"x-goog-api-key": "test-key"},
+    "bedrock-converse": {"Authorization": "Bearer bedrock-api-key-test"},
 }
+#: Bedrock refuses tool blocks in a history without a toolConfig: the conversations built here declare one tool
+BEDROCK_TOOLS = {"toolConfig": {"tools": [{"toolSpec": {"name": "lookup_demo_value", "inputSchema": {
+    "json": {"type": "object", "properties": {"key": {"type": "string"}}}}}}]}}
 VALUES = {"height": "170 cm", "weight": "70 kg"}
 HW = SCENARIOS["height_weight"].prompts["en"]
 HEIGHT = SCENARIOS["height"].prompts["en"]
@@ -122,6 +127,8 @@ class Conv:
         d, p = self.dialect, self.prompt
         if d == "gemini":
             self.history = [{"role": "user", "parts": [{"text": p}]}]
+        elif d == "bedrock-converse":
+            self.history = [{"role": "user", "content": [{"text": p}]}]
         elif d == "openai-responses":
             self.history = [{"role": "user", "content": p}]
         elif d != "gemini-interactions":
@@ -136,6 +143,9 @@ class Conv:
         if d == "anthropic":
             return "/v1/messages", {"model": "claude-sim", "max_tokens": 1024, "stream": self.stream,
                                     "messages": self.history}
+        if d == "bedrock-converse":
+            return (f"/model/us.amazon.nova-2-lite-v1%3A0/{'converse-stream' if self.stream else 'converse'}",
+                    {"messages": self.history, "inferenceConfig": {"maxTokens": 1024}, **BEDROCK_TOOLS})
         if d == "gemini":
             method = "generateContent"
             if self.stream:
@@ -169,6 +179,11 @@ class Conv:
             self.history.append({"role": "user", "content": [
                 {"type": "tool_result", "tool_use_id": c.call_id, "content": json.dumps(v), "is_error": err}
                 for c, v, err in results]})
+        elif d == "bedrock-converse":
+            self.history.append({"role": "user", "content": [
+                {"toolResult": {"toolUseId": c.call_id, "content": [{"json": v} if isinstance(v, dict) else
+                                                                    {"text": json.dumps(v)}],
+                                "status": "error" if err else "success"}} for c, v, err in results]})
         elif d == "gemini":
             parts = []
             for c, v, err in results:
@@ -201,6 +216,9 @@ def error_message(dialect: str, status: int, body: Any) -> str:
     if dialect == "anthropic":
         assert body["type"] == "error" and body["request_id"].startswith("req_") and body["error"]["type"]
         return body["error"]["message"]
+    if dialect == "bedrock-converse":
+        assert set(body) == {"message"}
+        return body["message"]
     if dialect == "gemini":
         if isinstance(body, list):
             [body] = body
@@ -252,7 +270,8 @@ def test_parallel_calls_stream_with_the_dialects_ids(sv: Served, dialect: str) -
     assert all(c.state is CallState.COMPLETE for c in turn.calls)
     ids = [c.call_id for c in turn.calls]
     assert len(set(ids)) == 2
-    prefix = {"openai-chat": "call_", "openai-responses": "call_", "anthropic": "toolu_"}.get(dialect, "")
+    prefix = {"openai-chat": "call_", "openai-responses": "call_", "anthropic": "toolu_",
+              "bedrock-converse": "tooluse_"}.get(dialect, "")
     assert all(i and i.startswith(prefix) for i in ids)
     if dialect == "openai-responses":
         assert [it["type"] for it in turn.assistant_message] == ["reasoning", "function_call", "function_call"]
@@ -426,7 +445,7 @@ def _drop_last_result(d: str, body: dict[str, Any]) -> None:
         body["messages"].pop()
     elif d == "openai-responses":
         body["input"].pop()
-    elif d == "anthropic":
+    elif d in ("anthropic", "bedrock-converse"):
         body["messages"][-1]["content"].pop()
     elif d == "gemini":
         body["contents"][-1]["parts"].pop()
@@ -492,6 +511,22 @@ MALFORMED = [
      "Please use a valid role: user, model."),
     ("gemini", "one response for two calls", _drop_last_result, 400,
      "the number of function response parts is equal to the number of function call parts"),
+    ("bedrock-converse", "unanswered call", _drop_last_result, 400,
+     "Expected toolResult blocks at messages.2.content for the following Ids: tooluse_"),
+    ("bedrock-converse", "unknown toolUseId",
+     lambda d, b: b["messages"][-1]["content"][0]["toolResult"].update(toolUseId="tooluse_bogus"), 400,
+     "exceeds the number of toolUse blocks of previous turn"),
+    ("bedrock-converse", "a result twice",
+     lambda d, b: b["messages"][-1]["content"].append(b["messages"][-1]["content"][0]), 400,
+     "exceeds the number of toolUse blocks of previous turn"),
+    ("bedrock-converse", "toolUse input as a string",
+     lambda d, b: b["messages"][1]["content"][0]["toolUse"].update(input='{"key": "height"}'), 400,
+     "toolUse.input is invalid. Provide a json object"),
+    ("bedrock-converse", "no toolConfig", lambda d, b: b.pop("toolConfig"), 400,
+     "The toolConfig field must be defined when using toolUse and toolResult content blocks."),
+    ("bedrock-converse", "two assistant messages",
+     lambda d, b: b["messages"].insert(2, {"role": "assistant", "content": [{"text": "Let me see."}]}), 400,
+     "A conversation must alternate between user and assistant roles."),
     ("gemini-interactions", "unknown call_id", lambda d, b: b["input"][0].update(call_id="nope"), 400,
      "function_result call_id 'nope' does not match any pending function_call"),
     ("gemini-interactions", "unanswered call", _drop_last_result, 400, "No function_result was provided"),
@@ -516,11 +551,12 @@ def test_malformed_follow_up_is_refused(sv: Served, dialect: str, case: str, mut
 
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_missing_key_is_refused_with_the_providers_body(sv: Served, dialect: str) -> None:
-    """A request without an API key gets 401 (OpenAI, Anthropic) or 403 (Google) with the provider's body."""
+    """A request without an API key gets 401 (OpenAI, Anthropic) or 403 (Google, Bedrock) with the provider's
+    body."""
     path, body = Conv(dialect, HEIGHT).request()
     headers = {"anthropic-version": "2023-06-01"} if dialect == "anthropic" else {}
     resp = post(sv.url, path, body, headers)
-    status = 403 if dialect.startswith("gemini") else 401
+    status = 403 if dialect.startswith("gemini") or dialect == "bedrock-converse" else 401
     assert resp.status == status
     assert error_message(dialect, status, resp.json())
 
@@ -635,7 +671,13 @@ def test_cut_closes_the_connection_mid_call(sv: Served, dialect: str) -> None:
     path, body = Conv(dialect, HEIGHT).request()
     resp = post(sv.url, path, body, AUTH[dialect])
     assert resp.status == 200 and not resp.complete
-    turn = toolwire.parse(dialect, resp.body)
+    parser = toolwire.StreamParser(dialect, format="auto")
+    try:
+        parser.feed(resp.body)
+        parser.close()
+    except toolwire.FramingError:  # a binary framing cut inside a message (AWS event stream)
+        assert parser.turn.error.type == "framing_error"
+    turn = parser.turn
     assert not turn.finished_cleanly and turn.runnable_calls == []
     if dialect in STREAMED_ARGS:
         assert [c.state for c in turn.calls] == [CallState.TRUNCATED]
@@ -701,6 +743,7 @@ UNCLEAN_ENDINGS = {
     "anthropic": ("refusal", "refusal", FinishReason.CONTENT_FILTER),
     "gemini": ("SAFETY", "SAFETY", FinishReason.CONTENT_FILTER),
     "gemini-interactions": ("cancelled", "cancelled", FinishReason.ERROR),
+    "bedrock-converse": ("guardrail_intervened", "guardrail_intervened", FinishReason.CONTENT_FILTER),
 }
 
 

@@ -85,10 +85,22 @@ def conversation(url: str, dialect: str, mode: str, prompt: str, **kw: Any) -> l
     raise AssertionError("the model never answered")
 
 
-def payloads(mode: str, body: bytes) -> Iterator[tuple[str, str | None, Any]]:
-    """("whole" | "event", event name, JSON) of everything in one response body."""
+def payloads(mode: str, body: bytes, dialect: str = "") -> Iterator[tuple[str, str | None, Any]]:
+    """("whole" | "event" | "exception", event name, JSON) of everything in one response body (an AWS event stream
+    as its messages: an event as the SDK's ``{name: member}``, an exception as its payload)."""
     if mode == "whole":
         yield "whole", None, json.loads(body)
+    elif dialect and toolwire.codecs.dialect_for(dialect).codec.framing.name == "eventstream":
+        from toolwire.codecs.eventstream import EventStreamDecoder
+
+        decoder = EventStreamDecoder()
+        for m in decoder.feed(body) + decoder.close():
+            if m.message_type == "event":
+                member = json.loads(m.payload)
+                member.pop("p", None)  # the padding of every event, which the SDK's parser drops (not modelled)
+                yield "event", m.event_type, {m.event_type: member}
+            else:
+                yield "exception", m.exception_type or m.error_code, json.loads(m.payload or b"{}")
     elif mode == GEMINI_ARRAY:
         for doc in json.loads(body):
             yield "event", None, doc
@@ -125,7 +137,7 @@ def problems(dialect: str, mode: str, bodies: list[bytes]) -> list[str]:
     whole, event, error = a.response_models()
     out: list[str] = []
     for n, body in enumerate(bodies):
-        for kind, name, doc in payloads(mode, body):
+        for kind, name, doc in payloads(mode, body, dialect):
             label = "whole" if kind == "whole" else name or doc.get("type") or doc.get("event_type") or "?"
             where = f"{dialect} {mode} body {n} {label}"
             if a.ignorable_payload(name, doc):

@@ -49,10 +49,12 @@ def plain_runs() -> dict[tuple[str, str], dict[str, Any]]:
 
 
 def test_the_workers_demo_on_sqlite_gives_the_plain_demos_runs(plain_runs, tmp_path):
-    """`toolwire demo --workers 3 --json` (SQLite system database and ledger): the same 40 runs, answers, call
-    states and effects as `toolwire demo --json`, each with the worker that finished it."""
+    """`toolwire demo --workers 3 --json` (SQLite system database and ledger): the same runs (8 per dialect), answers,
+    call states and effects as `toolwire demo --json`, each with the worker that finished it."""
+    # the toolwire under test, not whichever the interpreter would import from the temporary directory
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.run([sys.executable, "-m", "toolwire.cli", "demo", "--workers", "3", "--json"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     doc = json.loads(proc.stdout)
     assert len(doc["runs"]) == len(PROVIDERS) * 8
@@ -71,14 +73,14 @@ def _ledger_rows(dsn: str, conversation_id: str) -> list[tuple[str, str, int, fl
                             (conversation_id,)).fetchall()
 
 
-def test_eight_workers_with_a_killer_finish_forty_conversations_without_a_second_effect(pg_dsn, plain_runs):
-    """8 workers on PostgreSQL take the 40 demo conversations from a DBOS queue while a killer SIGKILLs random
+def test_eight_workers_with_a_killer_finish_every_demo_conversation_without_a_second_effect(pg_dsn, plain_runs):
+    """8 workers on PostgreSQL take the demo conversations (8 per dialect) from a DBOS queue while a killer SIGKILLs random
     workers (and some right after a write's effect) and restarts them: every conversation ends with the model's
     answer or the fallback, no write has two effects, and every outcome_unknown is a write claimed by a process
     that was then killed."""
     report = run_workers(8, pg_dsn, kill_every=0.5, seed=11, timeout=600)
     doc = report_to_json(report)
-    assert len(report.runs) == 40
+    assert len(report.runs) == len(PROVIDERS) * 8
     killed = {k.pid: k.at for k in report.kills}
     assert any(k.in_write for k in report.kills)
     # every kill is followed by a restart, but one that lands as the run ends (the supervisor is stopping)

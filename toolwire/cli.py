@@ -1,8 +1,8 @@
 """The ``toolwire`` command line (also ``python -m toolwire``): ``parse``, ``trace``, ``diagram`` here; ``declare``
 and ``audit`` in ``cli_declare``; ``demo`` and ``chat`` in ``cli_harness``.
 
-``toolwire parse --provider P [--format auto|sse|jsonl|json] [--fragment SEED] [FILE|-]`` prints one JSON
-document describing the turn. Exit codes: 0 a turn was produced (truncated calls included: their state says so),
+``toolwire parse --provider P [--format auto|sse|jsonl|json|NAME] [--fragment SEED] [FILE|-]`` prints one JSON
+document describing the turn (``NAME``: the binary framing of a dialect that has one, for that dialect). Exit codes: 0 a turn was produced (truncated calls included: their state says so),
 1 the input is unusable (the JSON ``error`` says why), 2 usage errors.
 """
 
@@ -15,7 +15,7 @@ import sys
 from typing import Any, Iterator, Sequence
 
 from . import __version__, diagram, trace
-from .codecs import PROVIDERS
+from .codecs import PROVIDERS, dialects
 from .errors import FramingError, ToolwireError, UsageError
 from .logs import configure_logging
 from .parser import FORMATS, StreamParser
@@ -159,6 +159,12 @@ def _logging_options() -> argparse.ArgumentParser:
     return common
 
 
+def _formats() -> tuple[str, ...]:
+    """The parser's formats and the names of the registered dialects' own (binary) framings."""
+    own = [d.codec.framing.name for d in dialects() if d.codec.framing.name not in FORMATS]
+    return FORMATS + tuple(dict.fromkeys(own))
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="toolwire", description="One canonical tool call from every LLM provider dialect: parse and "
                 "trace responses, declare and audit tools, run the harness loop against the simulated provider "
@@ -170,8 +176,10 @@ def build_parser() -> argparse.ArgumentParser:
     pp = sub.add_parser("parse", help="parse one model response and print its calls as JSON", parents=[common])
     pp.add_argument("--provider", required=True, metavar="P",
                     help=f"dialect of the input: {', '.join(PROVIDERS)}")
-    pp.add_argument("--format", default="auto", choices=FORMATS,
-                    help="auto (default), sse, jsonl (one provider event per line), json (a whole body)")
+    own = _formats()[len(FORMATS):]
+    pp.add_argument("--format", default="auto", choices=_formats(),
+                    help="auto (default), sse, jsonl (one provider event per line), json (a whole body)"
+                         + "".join(f", {name} (the binary framing of the dialects that have it)" for name in own))
     pp.add_argument("--fragment", metavar="SEED", default=None,
                     help="feed the input in pieces of random size (1 to 64 bytes) chosen by SEED")
     pp.add_argument("file", nargs="?", default="-", metavar="FILE", help="input file, or - for stdin (default)")
@@ -187,7 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
     pt = sub.add_parser("trace", help="replay a captured stream and print each call's path through the machine",
                         parents=[common])
     pt.add_argument("--provider", required=True, metavar="P", help=f"dialect of the input: {', '.join(PROVIDERS)}")
-    pt.add_argument("--format", default="auto", choices=FORMATS, help="as for parse")
+    pt.add_argument("--format", default="auto", choices=_formats(), help="as for parse")
     pt.add_argument("--diagram", metavar="DIR", help="also write one diagram per call, its path highlighted")
     pt.add_argument("--diagram-format", default="mermaid", choices=diagram.FORMATS,
                     help="the format of the --diagram files: mermaid (default), dot or svg (needs Graphviz's dot)")
@@ -206,8 +214,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if getattr(args, "provider", None) not in (None, "all") and args.provider not in PROVIDERS:
-        parser.error(f"unknown provider {args.provider!r} (choose from {', '.join(PROVIDERS)})")
+    known = tuple(d.id for d in dialects())  # asked now: the registry, not the list at import
+    if getattr(args, "provider", None) not in (None, "all") and args.provider not in known:
+        parser.error(f"unknown provider {args.provider!r} (choose from {', '.join(known)})")
     configure_logging(args.log_format, args.log_level or ("error" if args.command == "demo" else "warning"))
     try:
         return args.func(args)

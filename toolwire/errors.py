@@ -17,6 +17,8 @@ Local misuse raises.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "ToolwireError",
     "UsageError",
@@ -85,7 +87,9 @@ class ProviderProtocolError(ToolwireError):
 class FramingError(ProviderProtocolError):
     """The byte stream cannot be split into messages (for example a message larger than the cap).
 
-    Attributes besides those of ``ProviderProtocolError``: ``limit`` and ``size`` (bytes) when a cap was hit.
+    Attributes besides those of ``ProviderProtocolError``: ``limit`` and ``size`` (bytes) when a cap was hit;
+    ``events``: when a ``StreamParser`` raised it, the events its parse ended with (the calls it truncated, the
+    ``TurnFinished`` of the failed turn), which ``feed`` or ``close`` could not return.
     """
 
     code = "framing_error"
@@ -95,6 +99,7 @@ class FramingError(ProviderProtocolError):
         super().__init__(message, provider=provider, data=data, code=code)
         self.limit = limit
         self.size = size
+        self.events: list[Any] = []
 
 
 class InvalidTransition(ToolwireError):

@@ -38,8 +38,9 @@ class StreamParser:
     returns the last events, ending with ``TurnFinished``; ``turn`` is the Turn (final after ``close()``).
 
     Raises ``UsageError`` for an unknown provider or format, or when fed after ``close()``; ``FramingError``
-    when one pending message exceeds ``max_message_bytes`` (the parser is then closed, its turn records the
-    error). Mistakes in the provider's data never raise: they are recorded on the turn and its calls.
+    when one pending message exceeds ``max_message_bytes``, or when a binary framing's bytes are damaged or end
+    inside a message (the parser is then closed, its turn records the error, and the exception's ``events`` are
+    the last events, ending with ``TurnFinished``). Mistakes in the provider's data never raise: they are recorded on the turn and its calls.
 
     ``keep_calls=False`` is a streaming mode for gateways: each call is forgotten once its end event
     (``CallCompleted`` / ``CallTruncated`` / ``CallErrored``) was returned, so memory is bounded by the calls
@@ -173,7 +174,7 @@ class StreamParser:
         exc.provider = self.provider
         asm = self._codec.asm
         asm.stream_error(StreamError(type="framing_error", message=str(exc), code=exc.code))
-        self._finish()
+        exc.events = self._finish()  # the calls it truncated and the TurnFinished, which no call can return now
         raise exc
 
     def close(self) -> list[Event]:

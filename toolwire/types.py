@@ -221,7 +221,8 @@ class Turn(msgspec.Struct, kw_only=True, weakref=True):
     reason and no error; a turn that did not finish cleanly is never dispatched by default. ``usage`` is the
     provider's usage object as it arrived (the last one, or for Anthropic the usage of the message's start updated
     by its final delta's); ``token_usage`` is the same as a ``TokenUsage``, or None when the provider reported
-    none.
+    none. ``request_id`` is the provider's id of the HTTP response, read from its headers by the harness
+    transports for a dialect whose body carries no response id (``HTTP.response_id``); None otherwise.
     """
 
     provider: str
@@ -237,6 +238,7 @@ class Turn(msgspec.Struct, kw_only=True, weakref=True):
     token_usage: TokenUsage | None = None
     choices: list[Choice] = msgspec.field(default_factory=list)
     assistant_message: AssistantMessage | None = None
+    request_id: str | None = None
     #: False for a snapshot (``StreamParser.turn`` before ``close()``): such a turn never counts as finished
     ended: bool = True
 

@@ -77,10 +77,16 @@ class Adapter:
       ``max_calls`` client calls (ids, names and arguments chosen by hypothesis; no server-side calls), with its
       terminators' offsets; ``clean``: True for a clean finish, False for an unclean one, None for either;
     * ``small_case()``: a small fixed stream of two calls, for the every-byte-prefix test;
+    * ``stream_format``: the parser format the streams are written in (default: the dialect codec's framing,
+      ``"sse"`` or a binary framing's name); a stream of a binary framing cut inside a message ends in a
+      ``FramingError`` (``binary_framing``), which carries the parse's last events;
     * ``arguments_stream``: the dialect streams arguments in fragments (``ArgumentsReceived`` then concatenate to
       ``raw_arguments``); False when they arrive whole;
     * ``body(calls, response_id=, text=, custom=)``: a whole non-streaming response body; ``choices_body`` one with
-      a choice per list of calls, for dialects with several choices (``multi_choice``);
+      a choice per list of calls, for dialects with several choices (``multi_choice``); ``response_ids``: the
+      body carries ``response_id`` (False: the dialect's bodies have no response id, so a test that identifies
+      a response by it passes it as the dispatcher's ``turn_id``, as a user of such a dialect does);
+      ``with_usage(data, tokens)``: a whole body with its usage object saying ``tokens`` input and output tokens;
     * ``fuzz_seeds(rng, k)``: ``(name, format, bytes)`` of ``k`` generated responses for the fuzzer; for its
       property that nothing after a stream's terminator is read, ``fuzz_event_type(payload)`` names a payload's
       event (default its ``type``), ``stream_terminators`` the events that end a stream and ``terminator_needles``
@@ -100,10 +106,18 @@ class Adapter:
     * ``turn()``: a parsed turn of three calls: ``get_weather`` (valid arguments), ``lookup`` (arguments that do not
       parse) and ``get_time`` (``{}``); ``cut_turn()``: the same cut by the dialect's token limit;
     * ``answered(encoded)``: ``(id, content, is_error or None)`` of each result of an encoded answer;
+      ``results_in(body)``: the tool results a request body (as the simulator records it) carries, in the shape
+      ``encode_results`` gives them (the messages, items or steps that hold them);
     * ``check_answer(turn, encoded, results)``: the dialect's own rules for an answer (the generic ones are checked
       by the suite); ``content_of(result)``: the content the answer carries for a result;
     * ``history_shape(turn, msgs)``: the replay first, the answers right after it, every call answered once;
+      ``replayed_and_answered(msgs)``: the (id, name) of each call the history replays and of each answer it gives;
     * ``check_sdk(message)``: one message, item or step fits the official SDK's request types;
+    * rich results (``tests/rich.py``, for a dialect its tables do not write out): ``native_types``, the MIME types
+      a result carries natively; ``media_of(message)``, the (MIME type, base64) pairs one answer message carries
+      natively, in order; ``structured_text(encoded)``, the text a result's structured JSON is sent as;
+      ``first_text(encoded)``, the first text piece of the first result; ``error_flagged(encoded)``, the first
+      result is marked as an error;
     * ``misspellings()``: one wrong field name or shape per case, which ``check_sdk`` must catch;
     * ``two_choices()``, ``choice_ids``, ``replayed_ids(message)``, ``check_choices(turn)``: a turn of two choices,
       for dialects with several (``multi_choice``).
@@ -124,6 +138,7 @@ class Adapter:
 
     dialect: str = ""
     arguments_stream = True
+    response_ids = True
     multi_choice = False
     echo_ids_matter = False
     renamed_result_fixes: tuple[str, ...] = ()
@@ -135,6 +150,18 @@ class Adapter:
     terminator_needles: tuple[bytes, ...] = ()
 
     # ---- streams -----------------------------------------------------------------------------------------------
+    @property
+    def stream_format(self) -> str:
+        """The parser format of the dialect's streams: its codec's framing."""
+        from toolwire.codecs import dialect_for
+
+        return dialect_for(self.dialect).codec.framing.name
+
+    @property
+    def binary_framing(self) -> bool:
+        """The streams are framed in binary messages (not SSE lines)."""
+        return self.stream_format != "sse"
+
     def cases(self, draw: Any, *, max_calls: int = 4, max_text: int = 20, clean: bool | None = True) -> Case:
         raise NotImplementedError
 
@@ -181,6 +208,12 @@ class Adapter:
     def answered(self, encoded: Any) -> list[tuple[Any, Any, bool | None]]:
         raise NotImplementedError
 
+    def results_in(self, body: dict[str, Any]) -> list[Any]:
+        raise NotImplementedError
+
+    def with_usage(self, data: bytes, tokens: int) -> bytes:
+        raise NotImplementedError
+
     def content_of(self, result: ToolResult, expected_text: Callable[[ToolResult], str]) -> Any:
         """The content an answer carries for ``result`` (default: its text)."""
         return expected_text(result)
@@ -192,6 +225,34 @@ class Adapter:
         """How any JSON content appears in an answer, where the dialect says more than ``content_of``."""
 
     def history_shape(self, turn: toolwire.Turn, msgs: list[Any]) -> None:
+        raise NotImplementedError
+
+    native_types: frozenset[str] = frozenset()
+
+    def media_of(self, message: Any) -> list[tuple[str, str]]:
+        raise NotImplementedError
+
+    def structured_text(self, encoded: Any) -> str:
+        raise NotImplementedError
+
+    def first_text(self, encoded: Any) -> str:
+        raise NotImplementedError
+
+    def error_flagged(self, encoded: Any) -> bool:
+        raise NotImplementedError
+
+    def replayed_arguments(self, msgs: list[Any]) -> list[Any]:
+        """The arguments of each call the replayed assistant message(s) carry, as the wire carries them (for a
+        dialect the malformed-arguments regressions do not write out)."""
+        raise NotImplementedError
+
+    def poison_arguments(self, msgs: list[Any], raw: str) -> None:
+        """Put ``raw`` (text that does not parse) in place of the second call's arguments, in place."""
+        raise NotImplementedError
+
+    def replayed_and_answered(self, msgs: list[Any]) -> tuple[list[tuple[Any, Any]], list[tuple[Any, Any]]]:
+        """The calls the history messages of one turn (``history_messages``) replay and the answers they give, as
+        ``(wire id or None, tool name or None)`` in order (a name where the answer carries one)."""
         raise NotImplementedError
 
     def check_sdk(self, message: Any) -> None:

@@ -191,6 +191,10 @@ class AnthropicAdapter(Adapter):
     def cut_turn(self) -> toolwire.Turn:
         return anthropic_turn("max_tokens")
 
+    def results_in(self, body: dict[str, Any]) -> list[Any]:
+        return [m for m in body["messages"] if m["role"] == "user" and isinstance(m["content"], list)
+                and any(b.get("type") == "tool_result" for b in m["content"])]
+
     def answered(self, encoded: Any) -> list[tuple[Any, Any, bool | None]]:
         return [(b["tool_use_id"], b["content"], b.get("is_error", False)) for b in _only(encoded)["content"]]
 
@@ -250,6 +254,11 @@ class AnthropicAdapter(Adapter):
                      and any(b.get("type") == "tool_result" for b in m["content"])]
         return problems
 
+    def replayed_and_answered(self, msgs: list[Any]) -> tuple[list[tuple[Any, Any]], list[tuple[Any, Any]]]:
+        calls = [(b["id"], b["name"]) for b in msgs[0]["content"] if b.get("type") == "tool_use"]
+        answers = [(b["tool_use_id"], None) for m in msgs[1:] for b in m["content"] if b.get("type") == "tool_result"]
+        return calls, answers
+
     def call_ids(self, msgs: list[Any]) -> list[Any]:
         return [b["id"] for m in msgs if m["role"] == "assistant" and isinstance(m["content"], list)
                 for b in m["content"] if b.get("type") == "tool_use"]
@@ -296,6 +305,11 @@ class AnthropicAdapter(Adapter):
     def render_results(self, results: list[Any], odd: bool) -> list[Any]:
         return [{"role": "user", "content": [
             tool_result(r[1] or "zz") if r[0] == "r" else {"type": "text", "text": "between"} for r in results]}]
+
+    def with_usage(self, data: bytes, tokens: int) -> bytes:
+        out = json.loads(data)
+        out["usage"] = {"input_tokens": tokens, "output_tokens": tokens}
+        return json.dumps(out).encode()
 
 
 ADAPTER = AnthropicAdapter()

@@ -315,6 +315,9 @@ class GeminiAdapter(Adapter):
     def cut_turn(self) -> toolwire.Turn:
         return gemini_turn("MAX_TOKENS")
 
+    def results_in(self, body: dict[str, Any]) -> list[Any]:
+        return [c for c in body["contents"] if any("functionResponse" in p for p in c["parts"])]
+
     def answered(self, encoded: Any) -> list[tuple[Any, Any, bool | None]]:
         out = []
         for p in _only(encoded)["parts"]:
@@ -410,6 +413,13 @@ class GeminiAdapter(Adapter):
                      if i not in allowed and any("functionResponse" in p for p in m["parts"])]
         return problems
 
+    def replayed_and_answered(self, msgs: list[Any]) -> tuple[list[tuple[Any, Any]], list[tuple[Any, Any]]]:
+        calls = [(p["functionCall"].get("id"), p["functionCall"]["name"]) for p in msgs[0]["parts"]
+                 if "functionCall" in p]
+        answers = [(p["functionResponse"].get("id"), p["functionResponse"]["name"]) for m in msgs[1:]
+                   for p in m["parts"] if "functionResponse" in p]
+        return calls, answers
+
     def call_ids(self, msgs: list[Any]) -> list[Any]:
         return [p["functionCall"].get("id") for m in msgs if m["role"] == "model" for p in m["parts"]
                 if "functionCall" in p]
@@ -455,6 +465,11 @@ class GeminiAdapter(Adapter):
     def render_results(self, results: list[Any], odd: bool) -> list[Any]:
         return [{"role": "tool" if odd else "user", "parts": [
             fr(r[2], r[1], "x" if odd else None) if r[0] == "r" else {"text": "between"} for r in results]}]
+
+    def with_usage(self, data: bytes, tokens: int) -> bytes:
+        out = json.loads(data)
+        out["usageMetadata"] = {"promptTokenCount": tokens, "candidatesTokenCount": tokens, "totalTokenCount": tokens}
+        return json.dumps(out).encode()
 
 
 ADAPTER = GeminiAdapter()

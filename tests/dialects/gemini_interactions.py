@@ -225,6 +225,9 @@ class InteractionsAdapter(Adapter):
     def cut_turn(self) -> toolwire.Turn:
         return interactions_turn("incomplete")
 
+    def results_in(self, body: dict[str, Any]) -> list[Any]:
+        return [s for s in body["input"] if isinstance(s, dict) and s.get("type") == "function_result"]
+
     def answered(self, encoded: Any) -> list[tuple[Any, Any, bool | None]]:
         return [(s["call_id"], s["result"], s.get("is_error", False)) for s in encoded]
 
@@ -258,6 +261,11 @@ class InteractionsAdapter(Adapter):
         return flat_well_formed(msgs, lambda x: x["type"] == "function_call", lambda x: x["id"],
                                 lambda x: x["type"] == "function_result", lambda x: x["call_id"],
                                 lambda x: x["type"] == "user_input")
+
+    def replayed_and_answered(self, msgs: list[Any]) -> tuple[list[tuple[Any, Any]], list[tuple[Any, Any]]]:
+        calls = [(s["id"], s["name"]) for s in msgs if s.get("type") == "function_call"]
+        answers = [(s["call_id"], s.get("name")) for s in msgs if s.get("type") == "function_result"]
+        return calls, answers
 
     def call_ids(self, msgs: list[Any]) -> list[Any]:
         return [m["id"] for m in msgs if m["type"] == "function_call"]
@@ -293,6 +301,11 @@ class InteractionsAdapter(Adapter):
     def check_history_entry(self, entry: Any) -> None:
         if entry["type"] != "user_input":  # the SDK's Step type has no user input
             self.check_sdk(entry)
+
+    def with_usage(self, data: bytes, tokens: int) -> bytes:
+        out = json.loads(data)
+        out["usage"] = {"total_input_tokens": tokens, "total_output_tokens": tokens, "total_tokens": tokens}
+        return json.dumps(out).encode()
 
 
 ADAPTER = InteractionsAdapter()

@@ -227,6 +227,9 @@ class ChatAdapter(Adapter):
     def cut_turn(self) -> toolwire.Turn:
         return chat_turn("length")
 
+    def results_in(self, body: dict[str, Any]) -> list[Any]:
+        return [m for m in body["messages"] if m["role"] == "tool"]
+
     def answered(self, encoded: Any) -> list[tuple[Any, Any, bool | None]]:
         return [(m["tool_call_id"], m["content"], None) for m in encoded]
 
@@ -294,6 +297,11 @@ class ChatAdapter(Adapter):
                      if m.get("role") == "tool" and i not in answered]
         return problems
 
+    def replayed_and_answered(self, msgs: list[Any]) -> tuple[list[tuple[Any, Any]], list[tuple[Any, Any]]]:
+        calls = [(tc["id"], tc["function"]["name"]) for tc in msgs[0]["tool_calls"]]
+        answers = [(m["tool_call_id"], None) for m in msgs[1:] if m.get("role") == "tool"]
+        return calls, answers
+
     def call_ids(self, msgs: list[Any]) -> list[Any]:
         return [t["id"] for m in msgs if m.get("role") == "assistant" for t in m.get("tool_calls") or ()]
 
@@ -324,6 +332,11 @@ class ChatAdapter(Adapter):
     def render_results(self, results: list[Any], odd: bool) -> list[Any]:
         return [self.user("between") if r[0] == "text" else tool(r[1] or "zz", {"t": 1} if odd else "ok")
                 for r in results]
+
+    def with_usage(self, data: bytes, tokens: int) -> bytes:
+        out = json.loads(data)
+        out["usage"] = {"prompt_tokens": tokens, "completion_tokens": tokens, "total_tokens": tokens}
+        return json.dumps(out).encode()
 
 
 ADAPTER = ChatAdapter()

@@ -309,6 +309,9 @@ class ResponsesAdapter(Adapter):
     def cut_turn(self) -> toolwire.Turn:
         return responses_turn("incomplete")
 
+    def results_in(self, body: dict[str, Any]) -> list[Any]:
+        return [i for i in body["input"] if isinstance(i, dict) and i.get("type") == "function_call_output"]
+
     def answered(self, encoded: Any) -> list[tuple[Any, Any, bool | None]]:
         return [(i.get("call_id", i.get("id")), i.get("output"), None) for i in encoded]
 
@@ -342,6 +345,11 @@ class ResponsesAdapter(Adapter):
                                 lambda x: x.get("type") in OUTPUTS, lambda x: x.get("call_id", x.get("id")),
                                 lambda x: x.get("type", "message") == "message" and x.get("role") != "assistant")
 
+    def replayed_and_answered(self, msgs: list[Any]) -> tuple[list[tuple[Any, Any]], list[tuple[Any, Any]]]:
+        calls = [(i["call_id"], i["name"]) for i in msgs if i.get("type") == "function_call"]
+        answers = [(i["call_id"], None) for i in msgs if i.get("type") == "function_call_output"]
+        return calls, answers
+
     def call_ids(self, msgs: list[Any]) -> list[Any]:
         return [m["call_id"] for m in msgs if m.get("type") in CALLS]
 
@@ -374,6 +382,11 @@ class ResponsesAdapter(Adapter):
 
     def render_results(self, results: list[Any], odd: bool) -> list[Any]:
         return [self.user("between") if r[0] == "text" else out_(r[1] or "zz") for r in results]
+
+    def with_usage(self, data: bytes, tokens: int) -> bytes:
+        out = json.loads(data)
+        out["usage"] = {"input_tokens": tokens, "output_tokens": tokens}
+        return json.dumps(out).encode()
 
 
 ADAPTER = ResponsesAdapter()

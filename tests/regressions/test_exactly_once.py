@@ -31,7 +31,7 @@ from toolwire import (
 )
 from toolwire.registry import arguments_sha256
 
-from ..bodies import PROVIDERS, body
+from ..bodies import PROVIDERS, body, identified
 
 K = ResultKind
 MODES = ("sync", "async")
@@ -124,7 +124,8 @@ def test_turn_id_separates_turns_without_response_ids(provider, mode, tmp_path):
 def test_restarted_process_redispatching_the_same_bytes_finds_its_record(provider, mode, identity, tmp_path):
     """A new dispatcher (a restarted process) that parses and dispatches the same response again runs nothing."""
     diary, path = Diary(), tmp_path / "l.db"
-    rid, kw = ("resp_9", {}) if identity == "response_id" else (None, {"turn_id": "step-2"})
+    rid, kw = ("resp_9", identified(provider, "resp_9")) if identity == "response_id" \
+        else (None, {"turn_id": "step-2"})
     data = body(provider, [(None, "add_item", {"item": "pear"})], response_id=rid)
     [first] = dispatch(mode, Dispatcher(diary.registry(), ledger=SQLiteLedger(path)), toolwire.parse(provider, data),
                        conversation_id="c", **kw)
@@ -425,12 +426,14 @@ def test_approval_is_single_use_across_processes(provider, mode, tmp_path):
         return Dispatcher(diary.registry(), ledger=SQLiteLedger(path), policy=ask, approval_secret=SECRET)
 
     data = body(provider, [("c1", "add_item", {"item": "fig"}), ("c2", "count_items", {"item": "fig"})])
-    pending = dispatch(mode, dispatcher(), toolwire.parse(provider, data), conversation_id="c")
+    kw = identified(provider, "resp_1")
+    pending = dispatch(mode, dispatcher(), toolwire.parse(provider, data), conversation_id="c", **kw)
     assert [r.kind for r in pending] == [K.APPROVAL_REQUIRED] * 2
     tokens = [dispatcher().approve(r.approval, approver="ana") for r in pending]
-    ran = dispatch(mode, dispatcher(), toolwire.parse(provider, data), conversation_id="c", approvals=tokens)
+    ran = dispatch(mode, dispatcher(), toolwire.parse(provider, data), conversation_id="c", approvals=tokens, **kw)
     assert [r.kind for r in ran] == [K.OK, K.OK]
-    again = dispatch(mode, dispatcher(), toolwire.parse(provider, data), conversation_id="c", approvals=tokens)
+    again = dispatch(mode, dispatcher(), toolwire.parse(provider, data), conversation_id="c", approvals=tokens,
+                     **kw)
     # the write is answered from its ledger record; the read's approval is used up
     assert [r.kind for r in again] == [K.OK, K.APPROVAL_REQUIRED]
     assert diary.items == ["fig"] and diary.reads == 1
@@ -642,11 +645,12 @@ def test_remembered_answer_is_not_given_to_another_tools_call(provider, mode):
     d = Dispatcher(tag_registry(diary), ledger=ledger)
     first = toolwire.parse(provider, body(provider, [("call_1", "add_item", {"item": "apple"})], response_id="r1"))
     second = toolwire.parse(provider, body(provider, [("call_1", "add_tag", {"item": "apple"})], response_id="r1"))
-    [r1] = dispatch(mode, d, first, conversation_id="c")
+    kw = identified(provider, "r1")
+    [r1] = dispatch(mode, d, first, conversation_id="c", **kw)
     assert r1.kind is K.OK and r1.content == {"added": "apple", "count": 1}
-    [r2] = dispatch(mode, d, second, conversation_id="c")
+    [r2] = dispatch(mode, d, second, conversation_id="c", **kw)
     assert r2.kind is K.OK and r2.content == {"tagged": "apple"}
-    [again] = dispatch(mode, Dispatcher(tag_registry(diary), ledger=ledger), second, conversation_id="c")
+    [again] = dispatch(mode, Dispatcher(tag_registry(diary), ledger=ledger), second, conversation_id="c", **kw)
     assert again.kind is K.OK and again.content == {"tagged": "apple"}
     assert diary.items == ["apple", "tag:apple"]
 

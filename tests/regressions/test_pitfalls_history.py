@@ -134,7 +134,11 @@ def _replayed_arguments(provider: str, msgs: list) -> list:
         return [b["input"] for b in msgs[0]["content"] if b["type"] == "tool_use"]
     if provider == "gemini":
         return [p["functionCall"]["args"] for p in msgs[0]["parts"] if "functionCall" in p]
-    return [s["arguments"] for s in msgs if s["type"] == "function_call"]
+    if provider == "gemini-interactions":
+        return [s["arguments"] for s in msgs if s["type"] == "function_call"]
+    from ..dialects import adapter
+
+    return adapter(provider).replayed_arguments(msgs)
 
 
 @pytest.mark.parametrize("provider", DIALECTS)
@@ -169,8 +173,12 @@ def test_pitfall_21_stored_malformed_arguments_are_replaced_by_repair(provider):
         poisoned[0]["content"][4]["input"] = raw
     elif provider == "gemini":
         poisoned[0]["parts"][1]["functionCall"]["args"] = raw
-    else:
+    elif provider == "gemini-interactions":
         poisoned[2]["arguments"] = raw
+    else:
+        from ..dialects import adapter
+
+        adapter(provider).poison_arguments(poisoned, raw)
     out, report = toolwire.repair_history(provider, poisoned)
     assert out == msgs
     assert [a.kind.value for a in report.actions] == ["replaced_arguments"]

@@ -42,6 +42,7 @@ from toolwire.harness import AsyncToolLoop, RetryPolicy, ToolLoop
 from toolwire.sim import SimProvider
 
 from ..bodies import PROVIDERS
+from ..dialects import SIMULATED, adapter
 from ..rich import JPEG, PDF, PNG, media_of, turn_of
 from ..test_results_encoding import check_sdk
 
@@ -83,22 +84,12 @@ def run_loop(provider: str, url: str, mode: str, registry: Registry) -> Any:
 
 def sent_answers(sim: SimProvider, provider: str) -> list[Any]:
     """The tool answers of the request after the first, as encode_results gives them."""
-    request = sim.requests[1].body
-    if provider == "openai-chat":
-        return [m for m in request["messages"] if m["role"] == "tool"]
-    if provider == "anthropic":
-        return [m for m in request["messages"] if m["role"] == "user" and isinstance(m["content"], list)
-                and any(b.get("type") == "tool_result" for b in m["content"])]
-    if provider == "gemini":
-        return [c for c in request["contents"] if any("functionResponse" in p for p in c["parts"])]
-    if provider == "openai-responses":
-        return [i for i in request["input"] if isinstance(i, dict) and i.get("type") == "function_call_output"]
-    return [s for s in request["input"] if isinstance(s, dict) and s.get("type") == "function_result"]
+    return adapter(provider).results_in(sim.requests[1].body)
 
 
 # ==== media whose bytes disagree with their type ==================================================================
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", SIMULATED)  # the loop runs against the simulated provider
 def test_a_jpeg_labelled_png_reaches_the_provider_as_a_jpeg(provider, mode):
     """A handler answers with JPEG bytes labelled image/png: the conversation goes on (the simulator refuses a
     mismatch where Anthropic does), and what is sent natively says image/jpeg."""
@@ -114,7 +105,7 @@ def test_a_jpeg_labelled_png_reaches_the_provider_as_a_jpeg(provider, mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", SIMULATED)  # the loop runs against the simulated provider
 def test_bytes_of_no_image_type_are_described_not_sent_as_an_image(provider, mode):
     """Text bytes labelled image/png: no provider could decode them, so they are described in words in every
     dialect and the conversation goes on."""

@@ -27,7 +27,9 @@ from toolwire import otel  # noqa: E402
 from toolwire.harness import AsyncToolLoop, RetryPolicy, ToolLoop  # noqa: E402
 from toolwire.sim import Fault, SimProvider  # noqa: E402
 
-from ..bodies import PROVIDERS, body  # noqa: E402
+from ..bodies import body  # noqa: E402
+from ..dialects import SIMULATED as PROVIDERS  # noqa: E402 - the loop runs against the simulated provider
+from ..dialects import adapter  # noqa: E402
 from ..otel_support import EXPORTER, finished  # noqa: E402
 
 KEY = "sk-hostile-0123456789abcdefABCDEF"
@@ -189,16 +191,7 @@ def test_an_unknown_tool_name_of_a_megabyte_is_cut_on_its_span(mode):
 
 def _with_usage(provider: str, data: bytes) -> bytes:
     """A whole response body of ``provider`` with its usage object at the top of the 64-bit range."""
-    out = json.loads(data)
-    if provider == "openai-chat":
-        out["usage"] = {"prompt_tokens": MAX, "completion_tokens": MAX, "total_tokens": MAX}
-    elif provider == "gemini":
-        out["usageMetadata"] = {"promptTokenCount": MAX, "candidatesTokenCount": MAX, "totalTokenCount": MAX}
-    elif provider == "gemini-interactions":
-        out["usage"] = {"total_input_tokens": MAX, "total_output_tokens": MAX, "total_tokens": MAX}
-    else:
-        out["usage"] = {"input_tokens": MAX, "output_tokens": MAX}
-    return json.dumps(out).encode()
+    return adapter(provider).with_usage(data, MAX)
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])

@@ -87,6 +87,7 @@ __all__ = [
     "EventStreamMessage",
     "EventStreamError",
     "EventStreamDecoder",
+    "encode_message",
 ]
 
 #: the smallest message: prelude (8), prelude checksum (4), message checksum (4)
@@ -463,3 +464,43 @@ class EventStreamDecoder:
                 f"event stream ends inside a message: {held} bytes {expected}", code="truncated", offset=start,
                 section="message" if total else "prelude", data=head, size=held)
         return []
+
+
+# ---- encoding ------------------------------------------------------------------------------------------------------
+def _encode_header(name: str, value: HeaderValue) -> bytes:
+    raw_name = name.encode("utf-8")
+    if len(raw_name) > 255:
+        raise ValueError(f"event-stream header name {name[:40]!r}... is longer than 255 bytes of UTF-8")
+    head = bytes([len(raw_name)]) + raw_name
+    if isinstance(value, bool):
+        return head + bytes([HeaderType.BOOL_TRUE if value else HeaderType.BOOL_FALSE])
+    if isinstance(value, str) or isinstance(value, (bytes, bytearray)):
+        kind = HeaderType.STRING if isinstance(value, str) else HeaderType.BYTES
+        raw = value.encode("utf-8") if isinstance(value, str) else bytes(value)
+        if len(raw) > 0xFFFF:
+            raise ValueError(f"event-stream header {name!r} holds more than 65535 bytes")
+        return head + bytes([kind]) + struct.pack(">H", len(raw)) + raw
+    if isinstance(value, int):
+        if -2 ** 31 <= value < 2 ** 31:
+            return head + bytes([HeaderType.INTEGER]) + struct.pack(">i", value)
+        return head + bytes([HeaderType.LONG]) + struct.pack(">q", value)
+    if isinstance(value, datetime.datetime):
+        millis = (value - _EPOCH) // datetime.timedelta(milliseconds=1)
+        return head + bytes([HeaderType.TIMESTAMP]) + struct.pack(">q", millis)
+    if isinstance(value, uuid.UUID):
+        return head + bytes([HeaderType.UUID]) + value.bytes
+    raise TypeError(f"event-stream header {name!r}: no header type for a {type(value).__name__}")
+
+
+def encode_message(headers: dict[str, HeaderValue], payload: bytes = b"") -> bytes:
+    """One event-stream message (the inverse of ``EventStreamDecoder``): ``headers`` in their order, each typed
+    by its Python value (bool, int as a 4-byte integer or else an 8-byte long, bytes, str, an aware
+    ``datetime`` as a timestamp, ``UUID``), then ``payload``, with both checksums. Raises ``ValueError`` for a
+    header that does not fit the format, ``TypeError`` for a value no header type holds."""
+    section = b"".join(_encode_header(name, value) for name, value in headers.items())
+    if len(section) > MAX_HEADERS_BYTES:
+        raise ValueError(f"event-stream headers of {len(section)} bytes exceed {MAX_HEADERS_BYTES} bytes")
+    total = MIN_MESSAGE_BYTES + len(section) + len(payload)
+    prelude = struct.pack(">II", total, len(section))
+    message = prelude + struct.pack(">I", zlib.crc32(prelude)) + section + bytes(payload)
+    return message + struct.pack(">I", zlib.crc32(message))

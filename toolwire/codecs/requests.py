@@ -21,7 +21,7 @@ import msgspec
 from ..errors import UsageError
 from .capabilities import Capabilities, capabilities_for
 
-__all__ = ["Endpoint", "HTTP", "endpoint", "request_body", "user_message", "parse_error", "ProviderErrorInfo",
+__all__ = ["Endpoint", "HTTP", "endpoint", "request_body", "user_message", "add_user", "parse_error", "ProviderErrorInfo",
            "options_fragment", "merge_body", "body_conflicts", "read_error", "http_part", "REASONING_EFFORTS",
            "MAX_TEMPERATURE", "API_KEY_ENV", "BASE_URL_ENV", "DEFAULT_BASE_URL"]
 
@@ -82,6 +82,14 @@ def user_message(dialect: str, text: str, *, alone: bool = True) -> Any:
     from . import dialect_for
 
     return dialect_for(dialect).results.user_message(text, alone=alone)
+
+
+def add_user(dialect: str, history: list[Any], text: str, *, alone: bool = True) -> None:
+    """Add the user's ``text`` to the end of ``history`` (in place) as ``dialect`` takes it: a new user entry, or
+    the text added to a trailing user message where the dialect's roles must alternate."""
+    from . import dialect_for
+
+    dialect_for(dialect).results.add_user(history, text, alone=alone)
 
 
 def options_fragment(dialect: str, *, temperature: float | None = None,
@@ -251,6 +259,14 @@ class HTTP:
       the key (they are never logged, and their values are scrubbed from every log: ``secret_headers`` names
       them); ``endpoint`` puts both together with the content type (and ``accept: text/event-stream`` for a
       streamed request whose framing is SSE);
+    * request signing, for an API that authenticates each request by a signature over its bytes rather than (or
+      besides) a key: ``sign(method, url, headers, body)`` returns the headers to send with ``body``, the exact
+      bytes that are sent (default: ``headers`` unchanged). The transports call it for every attempt, a retry
+      included, after the body is serialised, so a signature that carries a timestamp is always fresh.
+      ``api_key(api_key)`` returns None when the part will authenticate by signing without a key (the default
+      raises ``UsageError`` without one; ``endpoint`` then adds no ``auth_headers``); ``secrets()`` names the
+      values the signing uses that must never reach a log (a secret key, a session token), which the transports
+      register with the log scrubber each time they sign;
     * ``body(model=, history=, tools_fragment=, stream=, system=, max_tokens=, previous_id=)``: the JSON body of
       one request: the history as the dialect's own list, the system prompt in its place, the tools fragment
       from ``declare`` merged in (``merge_body``: the tools and the choice may sit in a configuration object of
@@ -262,6 +278,9 @@ class HTTP:
       ``option_fields(temperature, reasoning_effort)``, which puts valid values where the dialect takes them
       (``options`` checks them first);
     * ``parse_error(cap, status, headers, body)``: an HTTP error response classified (default ``read_error``);
+    * ``response_id(headers)``: the provider's id of a response, read from its HTTP headers, for an API whose body
+      carries none (default None): the transports put it in ``Turn.request_id``, and the harness loop identifies
+      a turn by it when the body gives no response id;
     * for the tracing conventions (``toolwire.codecs.telemetry``): ``operation_name`` (``gen_ai.operation.name``),
       ``provider_name`` (``gen_ai.provider.name`` when the host is none the conventions name), ``span_attributes``
       (more attributes of an inference span) and ``request_fields`` (where the request parameters live: a path of
@@ -295,8 +314,9 @@ class HTTP:
         """The headers that carry the API key."""
         raise NotImplementedError
 
-    def api_key(self, api_key: str | None) -> str:
-        """``api_key``, else the first of ``api_key_env`` that is set. Raises ``UsageError`` without one."""
+    def api_key(self, api_key: str | None) -> str | None:
+        """``api_key``, else the first of ``api_key_env`` that is set. Raises ``UsageError`` without one (a part
+        that authenticates by signing returns None instead)."""
         if api_key:
             return api_key
         for name in self.api_key_env:
@@ -315,9 +335,20 @@ class HTTP:
         headers = {"content-type": "application/json", "user-agent": "toolwire"}
         if stream and dialect_for(self.dialect).codec.framing.name == "sse":
             headers["accept"] = "text/event-stream"
-        headers.update(self.auth_headers(key))
+        if key is not None:
+            headers.update(self.auth_headers(key))
         return Endpoint(method="POST", url=self.url(base, model=model, stream=stream), headers=headers,
                         stream=stream)
+
+    # ---- signing ---------------------------------------------------------------------------------------------
+    def sign(self, method: str, url: str, headers: dict[str, str], body: bytes) -> dict[str, str]:
+        """The headers to send with ``body`` (the exact bytes of the request) to ``url``: ``headers`` with the
+        request's signature added. Called for every attempt. Default: ``headers`` unchanged."""
+        return headers
+
+    def secrets(self) -> tuple[str, ...]:
+        """Values the signing uses that must never be logged (scrubbed from every log event). Default: none."""
+        return ()
 
     # ---- the body --------------------------------------------------------------------------------------------
     def body(self, *, model: str, history: list[Any], tools_fragment: dict[str, Any], stream: bool,
@@ -349,6 +380,12 @@ class HTTP:
         """The request fields for the (valid) options that are not None, in order (default: top-level
         ``temperature``; a dialect with reasoning efforts places them)."""
         return [{"temperature": temperature}] if temperature is not None else []
+
+    # ---- the response ----------------------------------------------------------------------------------------
+    def response_id(self, headers: Mapping[str, str]) -> str | None:
+        """The provider's id of a successful response, from its HTTP headers (``headers`` is case-insensitive
+        when it is ``httpx.Headers``; a part should not rely on that). Default: None (the body carries the id)."""
+        return None
 
     # ---- errors ----------------------------------------------------------------------------------------------
     def parse_error(self, cap: Capabilities, status: int, headers: Mapping[str, str], body: bytes

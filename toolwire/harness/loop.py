@@ -39,7 +39,15 @@ import structlog
 
 from .. import _log
 from ..codecs.declare import Approximation, ToolChoice, declare
-from ..codecs.requests import body_conflicts, http_part, merge_body, options_fragment, request_body, user_message
+from ..codecs.requests import (
+    add_user,
+    body_conflicts,
+    http_part,
+    merge_body,
+    options_fragment,
+    request_body,
+    user_message,
+)
 from ..errors import UsageError
 from ..registry import Dispatcher, Registry, ResultKind, ToolResult
 from ..registry._steps import Steps, adrive, drive
@@ -281,7 +289,7 @@ class _Core:
 
     # ---- the conversation -----------------------------------------------------------------------------------
     def start(self, prompt: str) -> LoopResult:
-        self.history.append(user_message(self.provider, prompt, alone=not self.history))
+        add_user(self.provider, self.history, prompt, alone=not self.history)
         _log.emit(_log.INFO, "loop.start", steps=self.max_steps, **self.log)
         return LoopResult(conversation_id=self.conversation_id, answer="", fallback=False)
 
@@ -379,8 +387,9 @@ class _Core:
 
     def turn_id(self, turn: Turn) -> str:
         """What identifies ``turn`` in this conversation for the ledger: the length of the history it answers
-        (stable when the same conversation is replayed from the same stored history) and the response id."""
-        return f"h{len(self.history)}:{turn.response_id or '-'}"
+        (stable when the same conversation is replayed from the same stored history) and the response id (the
+        body's, else the one the response's headers gave, ``Turn.request_id``)."""
+        return f"h{len(self.history)}:{turn.response_id or turn.request_id or '-'}"
 
     def record_answer(self, turn: Turn) -> None:
         """Keep the model's final answer in the history, so the next prompt continues the conversation (a

@@ -16,10 +16,15 @@ Whatever the provider sends, ``request`` returns a Turn or raises ``ProviderErro
   It is most likely the same on a retry, but a proxy or a one-off glitch can produce it; a second one fails.
   Logged as ``http.unreadable_body``.
 * timeouts, refused, reset or cut connections: transient.
+
+The body is serialised here (as httpx would: compact UTF-8 JSON) and handed, with the headers, to the dialect's
+``HTTP.sign`` on every attempt, so that a part that signs requests signs the exact bytes sent, afresh for each
+retry. A signing that fails is a permanent ``ProviderError`` of type ``signing_error``.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -29,7 +34,7 @@ import httpx
 from .. import _log
 from ..codecs import dialect_for
 from ..codecs.requests import ProviderErrorInfo, http_part, parse_error
-from ..errors import ProviderProtocolError
+from ..errors import ProviderProtocolError, ToolwireError
 from ..parser import StreamParser
 from ..types import Event, Turn
 from .errors import CallbackError, ProviderError, callback
@@ -62,6 +67,10 @@ def _without_userinfo(url: str) -> tuple[str, str | None]:
         return "[unreadable url]", None
 
 
+#: the longest response id read from a header that is kept (a longer one is not an id a provider sends)
+_MAX_REQUEST_ID = 200
+
+
 class _Base:
     def __init__(self, provider: str, *, model: str, base_url: str | None = None, api_key: str | None = None,
                  stream: bool = True, timeout: httpx.Timeout | float | None = None) -> None:
@@ -70,7 +79,7 @@ class _Base:
         self.stream = stream
         self.timeout = timeout if timeout is not None else DEFAULT_TIMEOUT
         # resolved once: a missing key is a UsageError now, not at the first request
-        http = http_part(provider)
+        http = self._http = http_part(provider)
         self._endpoint = http.endpoint(model=model, stream=stream, base_url=base_url, api_key=api_key)
         self._secret = next((v.split(" ", 1)[-1] for k, v in self._endpoint.headers.items()
                              if k in http.secret_headers), None)
@@ -84,6 +93,32 @@ class _Base:
     @property
     def url(self) -> str:
         return self._endpoint.url
+
+    def _prepare(self, body: dict[str, Any]) -> tuple[dict[str, str], bytes]:
+        """The headers and bytes of one attempt: the body serialised, then signed by the dialect's part."""
+        data = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+        ep = self._endpoint
+        try:
+            headers = self._http.sign(ep.method, ep.url, dict(ep.headers), data)
+            for secret in self._http.secrets():
+                _log.add_secret(secret)
+        except ToolwireError:
+            raise
+        except Exception as exc:  # credentials that cannot be refreshed, a signer that fails
+            _log.emit(_log.WARNING, "http.error", provider=self.provider, url=self._logged_url, status=None,
+                      type="signing_error", transient=False, retry_after=None,
+                      body=_redact(f"{type(exc).__name__}: {exc}"[:300], self._secret))
+            raise ProviderError(f"{self.provider} request could not be signed ({type(exc).__name__})",
+                                provider=self.provider, status=None, type="signing_error",
+                                transient=False) from None
+        return headers, data
+
+    def _request_id(self, headers: Any) -> str | None:
+        """The response's id from its headers (``HTTP.response_id``), when it is a short printable string."""
+        rid = self._http.response_id(headers)
+        if isinstance(rid, str) and 0 < len(rid) <= _MAX_REQUEST_ID and rid.isprintable() and rid.strip() == rid:
+            return rid
+        return None
 
     def _parser(self) -> StreamParser:
         return StreamParser(self.provider, format=self._format)
@@ -187,11 +222,12 @@ class HTTPTransport(_Base):
 
     def _request(self, body: dict[str, Any], on_event: Callable[[Event], None] | None) -> Turn:
         ep = self._endpoint
+        headers, data = self._prepare(body)
         parser = self._parser()
         head = bytearray()
         status = 0
         try:
-            with self._client.stream(ep.method, ep.url, headers=ep.headers, json=body) as resp:
+            with self._client.stream(ep.method, ep.url, headers=headers, content=data) as resp:
                 status = resp.status_code
                 if not 200 <= status < 300:
                     error_body = bytearray()
@@ -203,13 +239,16 @@ class HTTPTransport(_Base):
                     except httpx.HTTPError:
                         pass  # an error body cut or not decodable: the status and what arrived decide
                     raise self._http_error(status, resp.headers, bytes(error_body[:ERROR_BODY_LIMIT]))
+                request_id = self._request_id(resp.headers)
                 for chunk in resp.iter_bytes():
                     _feed(self, parser, chunk, head, status, on_event)
         except httpx.DecodingError as exc:
             raise self._unreadable(exc, status, bytes(head)) from None
         except httpx.HTTPError as exc:
             raise self._network_error(exc) from None
-        return _close(self, parser, head, status, on_event)
+        turn = _close(self, parser, head, status, on_event)
+        turn.request_id = request_id
+        return turn
 
     def close(self) -> None:
         if self._own:
@@ -241,11 +280,12 @@ class AsyncHTTPTransport(_Base):
 
     async def _request(self, body: dict[str, Any], on_event: Callable[[Event], None] | None) -> Turn:
         ep = self._endpoint
+        headers, data = self._prepare(body)
         parser = self._parser()
         head = bytearray()
         status = 0
         try:
-            async with self._client.stream(ep.method, ep.url, headers=ep.headers, json=body) as resp:
+            async with self._client.stream(ep.method, ep.url, headers=headers, content=data) as resp:
                 status = resp.status_code
                 if not 200 <= status < 300:
                     error_body = bytearray()
@@ -257,13 +297,16 @@ class AsyncHTTPTransport(_Base):
                     except httpx.HTTPError:
                         pass  # an error body cut or not decodable: the status and what arrived decide
                     raise self._http_error(status, resp.headers, bytes(error_body[:ERROR_BODY_LIMIT]))
+                request_id = self._request_id(resp.headers)
                 async for chunk in resp.aiter_bytes():
                     _feed(self, parser, chunk, head, status, on_event)
         except httpx.DecodingError as exc:
             raise self._unreadable(exc, status, bytes(head)) from None
         except httpx.HTTPError as exc:
             raise self._network_error(exc) from None
-        return _close(self, parser, head, status, on_event)
+        turn = _close(self, parser, head, status, on_event)
+        turn.request_id = request_id
+        return turn
 
     async def aclose(self) -> None:
         if self._own:

@@ -47,6 +47,8 @@ class Request:
     query: dict[str, list[str]]
     headers: Message
     body: Any = None
+    #: the request body's bytes as received (a dialect that authenticates by a signature over them checks it here)
+    raw: bytes = b""
     route: dict[str, Any] = field(default_factory=dict)
     model: str = ""
     stream: bool = False

@@ -231,7 +231,7 @@ class SimProvider:
         else:
             parse_error = ValueError("the request body is empty")
         req = Request(sim=self, rand=rand, method=h.command, path=path, query=query, headers=h.headers, body=body,
-                      route=route or {})
+                      raw=raw, route=route or {})
         fault, scenario = self._next_fault(dialect, req, parse_error is None)
 
         def record(status: int, error: str | None = None) -> None:

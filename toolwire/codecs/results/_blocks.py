@@ -13,7 +13,10 @@ name and the arguments are, how a missing result and a text block look, the word
   saying none was recorded; anything else that message held follows the results (a text content becomes a text
   block);
 * a later result for the same call is a duplicate, one answering no call before it an orphan: both dropped; a
-  user message left with nothing once its results moved is dropped.
+  user message left with nothing once its results moved is dropped;
+* a result block inside an assistant message that answers one of the history's calls is taken out of it and
+  placed like the others; one that answers no call of the history (a server-side tool's result, which the
+  provider keeps in the assistant message) stays.
 
 A result belongs to the nearest assistant message before it that holds a call with its id (``Pairing``), so ids
 reused across turns pair correctly, and every step is one pass: the cost is linear in the size of the history.
@@ -125,16 +128,28 @@ def place_result_blocks(msgs: list[Any], layout: BlockLayout, counter: CallCount
         if calls:
             groups[i] = calls
             pairing.add(i, i, calls)
-    # every result block: to its call (the nearest call block before it with that id), or dropped
+    # every result block: to its call (the nearest call block before it with that id), or dropped. A result block
+    # in an assistant message answering one of the history's calls was put there by mistake (results belong to
+    # the user message after the call): it is taken out and placed like any other; one answering no such call is
+    # the provider's own (a server-side tool's result) and stays where it is.
     holds_kept: set[int] = set()  # messages holding a result that is kept
+    taken: set[int] = set()  # id() of the result blocks taken out of assistant messages
     for i, msg in enumerate(msgs):
-        if not isinstance(msg, dict) or msg.get("role") != layout.user_role:
+        if not isinstance(msg, dict):
             continue
+        role = msg.get("role")
+        if role != layout.user_role and role != layout.assistant_role:
+            continue
+        in_assistant = role == layout.assistant_role
         for block in _blocks(msg) or ():
             result = layout.result_of(block)
             if result is None:
                 continue
             rid = result.get(layout.result_id_key)
+            if in_assistant:
+                if not pairing.known(rid):
+                    continue
+                taken.add(id(block))
             found = pairing.claim(rid, i) if isinstance(rid, str) else None
             if found is None:
                 actions.add(RepairKind.DROPPED_ORPHAN, i, rid if isinstance(rid, str) else None,
@@ -154,6 +169,13 @@ def place_result_blocks(msgs: list[Any], layout: BlockLayout, counter: CallCount
         if i in consumed:
             continue
         calls = groups.get(i)
+        if taken and isinstance(msg, dict) and msg.get("role") == layout.assistant_role:
+            blocks = _blocks(msg)
+            if blocks is not None and any(id(b) in taken for b in blocks):
+                msg = dict(msg)
+                msg["content"] = [b for b in blocks if id(b) not in taken]
+                if not msg["content"] and calls is None:
+                    continue  # an assistant message that held nothing but misplaced results
         if calls is not None:
             out.append(msg)
             results = []

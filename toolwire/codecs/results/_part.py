@@ -33,6 +33,10 @@ class Results:
       of the next user message.
     * ``user_message(text, alone=)``: the history entry that says ``text`` as the user (default ``{"role":
       "user", "content": text}``); ``alone`` is False when other input goes with it.
+    * ``add_user(history, text, alone=)``: add the user's ``text`` to the end of ``history``, in place (default:
+      append ``user_message``). A dialect whose roles must alternate adds it to a trailing user message instead
+      (the history of a run stopped once its results were in it ends with one); it replaces that entry with a
+      new one rather than editing an entry the caller may hold.
     * ``renames_ids`` and ``rename_ids(messages, new_id)``: ``remap_call_ids`` for dialects whose call ids a
       stricter server may refuse: rename every call's id and every result's reference to it through ``new_id``,
       in place (default: not supported).
@@ -59,6 +63,10 @@ class Results:
     def user_message(self, text: str, *, alone: bool = True) -> Any:
         """The history entry of a user's ``text``."""
         return {"role": "user", "content": text}
+
+    def add_user(self, history: list[Any], text: str, *, alone: bool = True) -> None:
+        """Add the user's ``text`` to the end of ``history``, in place (see the class docstring)."""
+        history.append(self.user_message(text, alone=alone))
 
     def rename_ids(self, messages: list[Any], new_id: Callable[[Any], Any]) -> None:
         """Rename, in place, every call id and every reference to one in ``messages``."""
