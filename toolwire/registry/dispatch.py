@@ -1225,9 +1225,9 @@ class _DaemonPool:
                 start = False
             else:
                 start = True
-        self._jobs.put(job)
-        if start:
+        if start:  # before the job is queued: a thread that cannot start leaves no job behind to run later
             threading.Thread(target=self._work, args=(self._jobs,), name="toolwire-handler", daemon=True).start()
+        self._jobs.put(job)
 
     def _work(self, jobs: "queue.SimpleQueue[_Job]") -> None:
         get = jobs.get
