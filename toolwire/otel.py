@@ -217,9 +217,16 @@ def bind(span: Any, invoke: Callable[[], Any]) -> Callable[[], Any]:
     """``invoke`` run with ``span`` current (and, when it returns an awaitable, that awaited with it current)."""
     if span is None:
         return invoke
+    from opentelemetry import context, trace
+    try:
+        if span is trace.get_current_span() and not span.is_recording():
+            # what a no-op tracer (the API without an SDK) gives: the caller's own current span, already current
+            # in the copy of the caller's context the handler runs in
+            return invoke
+    except Exception:  # noqa: BLE001 - a span of the application's whose is_recording raises: bind it
+        pass
 
     def run() -> Any:
-        from opentelemetry import context, trace
         ctx = trace.set_span_in_context(span)
         token = context.attach(ctx)
         try:

@@ -37,8 +37,9 @@ Reads of one turn run concurrently when every call that runs is a read; results 
 a rejected call fires ``reject`` then ``answer``, a run call ``dispatch`` then ``answer``; the transition table (not
 this module) forbids dispatching a truncated or errored call and answering twice, by raising ``InvalidTransition``.
 
-Handlers: sync handlers run in a daemon thread when they have a timeout (the thread cannot be killed; the call is
-answered when the timeout expires); async handlers run under ``asyncio.wait_for`` (in ``run``, on a private
+Handlers: sync handlers run on a pool of long-lived daemon threads when they have a timeout, or when reads run
+concurrently (a thread cannot be killed: the call is answered when the timeout expires, and a thread stuck in a
+handler is replaced by a new one); async handlers run under ``asyncio.wait_for`` (in ``run``, on a private
 event loop in a daemon thread). "Not found" is an ``ok`` result the handler returns; "could not look" is an
 exception the handler raises.
 """
@@ -48,6 +49,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import heapq
 import inspect
 import os
 import queue
@@ -57,7 +59,6 @@ import uuid
 import weakref
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import msgspec
@@ -130,13 +131,26 @@ class _Plan:
 
 
 class _InFlight:
-    """One call instance being dispatched: later dispatches of the same instance wait for its answer."""
+    """One call instance being dispatched: later dispatches of the same instance wait for its answer.
 
-    __slots__ = ("done", "result")
+    A bare lock held until the answer is published (lighter than a ``threading.Event``, and one is made for
+    every call): ``set`` releases it once; ``wait`` returns once it was released."""
+
+    __slots__ = ("_lock", "answered", "result")
 
     def __init__(self) -> None:
-        self.done = threading.Event()
+        self._lock = threading.Lock()
+        self._lock.acquire()
+        self.answered = False
         self.result: ToolResult | None = None
+
+    def set(self) -> None:
+        self.answered = True
+        self._lock.release()
+
+    def wait(self) -> None:
+        with self._lock:  # given back at once: every waiter gets through
+            pass
 
 
 class _Outcome:
@@ -229,7 +243,7 @@ class Dispatcher:
     ``approval_ttl``: seconds an ``Approval`` stays valid after ``approve`` (default 900: fifteen minutes);
     an expired one is ``approval_required`` again. ``max_result_bytes``: a handler's value whose JSON is larger
     is sent to the model cut to that size, as text ending with a marker that says so (default 1 MiB).
-    ``max_workers``: threads for concurrent sync reads.
+    ``max_workers``: the most reads of one turn under way at once when they run concurrently.
     """
 
     def __init__(self, registry: Registry, ledger: Ledger | None = None, policy: Policy | None = None, *,
@@ -287,7 +301,7 @@ class Dispatcher:
             self._run_plans(plans, conversation_id)
             for p in plans:
                 if p.waiting is not None:
-                    p.waiting.done.wait()
+                    p.waiting.wait()
                     self._answer_waiting(p)
         except BaseException as exc:
             _otel.abort(plans, exc)
@@ -299,15 +313,10 @@ class Dispatcher:
     def _run_plans(self, plans: list[_Plan], conversation_id: str) -> None:
         todo = [p for p in plans if p.result is None and p.waiting is None]
         if self._parallel(todo):
-            # transitions fire on this thread; worker threads only run handlers and retries
+            # transitions fire on this thread; pool threads only run handlers
             for p in todo:
                 self._dispatch(p)
-            with ThreadPoolExecutor(max_workers=min(self.max_workers, len(todo)),
-                                    thread_name_prefix="toolwire-read") as pool:
-                futures = [pool.submit(contextvars.copy_context().run, self._read_loop, p, conversation_id)
-                           for p in todo]
-                outcomes = [f.result() for f in futures]
-            for p, result in zip(todo, outcomes):
+            for p, result in zip(todo, self._read_concurrently(todo, conversation_id)):
                 self._answer(p, result)
         else:
             for p in todo:
@@ -330,8 +339,8 @@ class Dispatcher:
             await self._arun_plans(plans, conversation_id)
             for p in plans:
                 if p.waiting is not None:
-                    if not p.waiting.done.is_set():
-                        await asyncio.to_thread(p.waiting.done.wait)
+                    if not p.waiting.answered:
+                        await asyncio.to_thread(p.waiting.wait)
                     self._answer_waiting(p)
         except BaseException as exc:
             _otel.abort(plans, exc)
@@ -504,7 +513,7 @@ class Dispatcher:
             if self._in_flight.get(key) is flight:
                 del self._in_flight[key]
         flight.result = p.result
-        flight.done.set()
+        flight.set()
 
     def _release(self, plans: list[_Plan]) -> None:
         """Whatever happened, no later dispatch waits for a plan of this one (its answer, or None)."""
@@ -740,6 +749,7 @@ class Dispatcher:
 
     def _finish(self, plans: list[_Plan], conversation_id: str) -> list[ToolResult]:
         results: list[ToolResult] = []
+        logged = _log.enabled(_log.INFO)
         for p in plans:
             r = p.result
             if p.rec is not None:
@@ -750,10 +760,11 @@ class Dispatcher:
             results.append(r)
             if p.span is not None:
                 _otel.finish(p, r)
-            _log.emit(_log.INFO, "dispatch.result", provider=p.call.provider, conversation_id=conversation_id,
-                      call_id=p.call.call_id, local_id=p.call.local_id, name=_short(p.call.name), kind=r.kind.value,
-                      effect=p.tool.effect if p.tool else None, attempts=p.attempts,
-                      duration_ms=round((time.perf_counter() - p.started) * 1000, 3))
+            if logged:
+                _log.emit(_log.INFO, "dispatch.result", provider=p.call.provider, conversation_id=conversation_id,
+                          call_id=p.call.call_id, local_id=p.call.local_id, name=_short(p.call.name),
+                          kind=r.kind.value, effect=p.tool.effect if p.tool else None, attempts=p.attempts,
+                          duration_ms=round((time.perf_counter() - p.started) * 1000, 3))
         return results
 
     def _parallel(self, todo: list[_Plan]) -> bool:
@@ -1000,31 +1011,83 @@ class Dispatcher:
     @staticmethod
     def _invoke_sync(tool: Tool, invoke: Callable[[], Any]) -> _Outcome:
         timeout = tool.timeout
-        box: list[_Outcome] = []
-
-        def target() -> None:
-            try:
-                r = invoke()
-                if inspect.isawaitable(r):
-                    r = asyncio.run(_within(r, timeout))
-                box.append(r if isinstance(r, _Outcome) else _Outcome("ok", r))
-            except Exception as exc:  # a handler's failure is a result
-                box.append(_Outcome("error", exc))
-
-        def in_thread() -> None:
-            try:
-                target()
-            except BaseException as exc:  # noqa: BLE001 - SystemExit and friends end only this handler
-                box.append(_Outcome("error", exc))
-
         if timeout is None and not tool.is_async:
-            contextvars.copy_context().run(target)  # what the handler sets stays in its own copy
-            return box[0]
+            job = _Job(invoke, None, _ignore)  # what the handler sets stays in its own copy of the context
+            job.outcome = job.context.run(job._call)  # on this thread: BaseException reaches the caller
+            return job.outcome
         # the handler sees the caller's context variables (request ids, tracing, structlog's bound values)
-        done = _HANDLERS.submit(functools.partial(contextvars.copy_context().run, in_thread))
-        if not done.wait(None if timeout is None else timeout + (_ASYNC_GRACE if tool.is_async else 0.0)):
+        answered = queue.SimpleQueue()
+        _HANDLERS.submit(_Job(invoke, timeout, answered.put))
+        try:
+            return answered.get(timeout=None if timeout is None else timeout + (_ASYNC_GRACE if tool.is_async
+                                                                                else 0.0)).outcome
+        except queue.Empty:
             return _Outcome("timeout")
-        return box[0]
+
+    def _read_concurrently(self, todo: list[_Plan], conversation_id: str) -> list[ToolResult]:
+        """The reads of ``todo`` run at once (at most ``max_workers`` calls under way), their attempts handed to
+        pool threads and judged on this thread as they come back; their results in call order.
+
+        Each attempt has its own deadline (a late answer of an attempt that timed out is ignored); a read to retry
+        keeps its place while it waits for its backoff, as it would in a thread of its own."""
+        n = len(todo)
+        results: list[ToolResult | None] = [None] * n
+        current: list[_Job | None] = [None] * n  # each read's attempt under way
+        deadlines: dict[int, float] = {}  # when the attempt under way of a read with a timeout runs out
+        retries: list[tuple[float, int]] = []  # (when, read) waiting for their backoff
+        answered: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        limit = min(self.max_workers, n)
+        clock = time.monotonic
+        started, left = 0, n
+
+        def attempt(i: int) -> None:
+            p = todo[i]
+            p.attempts += 1
+            tool = p.tool
+            job = current[i] = _Job(_otel.bind(p.span, functools.partial(self._call_handler, p)), tool.timeout,
+                                    answered.put, slot=i)
+            if tool.timeout is not None:
+                deadlines[i] = clock() + tool.timeout + (_ASYNC_GRACE if tool.is_async else 0.0)
+            _HANDLERS.submit(job)
+
+        def judge(i: int, outcome: _Outcome) -> None:
+            nonlocal left
+            current[i] = None
+            deadlines.pop(i, None)
+            step = self._read_step(todo[i], outcome, conversation_id)
+            if isinstance(step, ToolResult):
+                results[i] = step
+                left -= 1
+            elif step:
+                heapq.heappush(retries, (clock() + step, i))
+            else:
+                attempt(i)
+
+        while left:
+            while started < n and (started - (n - left)) < limit:  # reads under way (or waiting to retry)
+                attempt(started)
+                started += 1
+            now = clock()
+            while retries and retries[0][0] <= now:
+                attempt(heapq.heappop(retries)[1])
+            wake = min(deadlines.values(), default=None)
+            if retries and (wake is None or retries[0][0] < wake):
+                wake = retries[0][0]
+            try:
+                job = answered.get(timeout=None if wake is None else max(0.0, wake - now))
+            except queue.Empty:
+                job = None
+            while job is not None:
+                if current[job.slot] is job:  # else the late answer of an attempt that timed out
+                    judge(job.slot, job.outcome)
+                try:
+                    job = answered.get_nowait()
+                except queue.Empty:
+                    job = None
+            now = clock()
+            for i in [i for i, t in deadlines.items() if t <= now]:
+                judge(i, _Outcome("timeout"))
+        return results  # type: ignore[return-value]
 
     # ==== phase 2, async =======================================================================================
     async def _arun_read(self, p: _Plan, conversation_id: str) -> None:
@@ -1086,18 +1149,14 @@ class Dispatcher:
             if not fut.done():
                 fut.set_result(outcome)
 
-        def target() -> None:
+        def answered(job: _Job) -> None:
             try:
-                out = _Outcome("ok", invoke())
-            except BaseException as exc:  # noqa: BLE001
-                out = _Outcome("error", exc)
-            try:
-                loop.call_soon_threadsafe(settle, out)
+                loop.call_soon_threadsafe(settle, job.outcome)
             except RuntimeError:  # the loop closed while the handler ran past its timeout
                 pass
 
-        threading.Thread(target=contextvars.copy_context().run, args=(target,), name=f"toolwire-handler-{tool.name}",
-                         daemon=True).start()
+        # on a pool thread, in a copy of this task's context; an awaitable it returns is awaited here
+        _HANDLERS.submit(_Job(invoke, timeout, answered, awaited=False))
         try:
             outcome = await asyncio.wait_for(asyncio.shield(fut), timeout)
         except TimeoutError:
@@ -1107,64 +1166,88 @@ class Dispatcher:
         return outcome
 
 
-class _Done:
-    """A one-shot completion signal on a bare lock (lighter than ``threading.Event``)."""
+class _Job:
+    """One handler invocation handed to a pool thread (see ``_DaemonPool``).
 
-    __slots__ = ("_lock",)
+    ``invoke`` runs in ``context`` (a copy of the caller's context variables, taken on the caller's thread); its
+    outcome goes to ``outcome`` and ``notify(job)`` is called on the pool thread, after the thread counted itself
+    idle again. ``awaited``: an awaitable the handler returned is run there under ``timeout`` (``run``); without
+    it the awaitable is the outcome's value (``arun`` awaits it on its own loop). ``slot``: the caller's own tag.
+    """
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._lock.acquire()
+    __slots__ = ("invoke", "context", "timeout", "awaited", "notify", "outcome", "slot")
 
-    def set(self) -> None:
-        self._lock.release()
+    def __init__(self, invoke: Callable[[], Any], timeout: float | None, notify: Callable[["_Job"], Any],
+                 awaited: bool = True, slot: int = 0) -> None:
+        self.invoke = invoke
+        self.context = contextvars.copy_context()
+        self.timeout = timeout
+        self.awaited = awaited
+        self.notify = notify
+        self.outcome: _Outcome | None = None
+        self.slot = slot
 
-    def wait(self, timeout: float | None = None) -> bool:
-        if self._lock.acquire(timeout=-1 if timeout is None else max(0.0, timeout)):
-            self._lock.release()
-            return True
-        return False
+    def run(self) -> None:
+        try:
+            self.outcome = self.context.run(self._call)
+        except BaseException as exc:  # noqa: BLE001 - SystemExit and friends end only this handler
+            self.outcome = _Outcome("error", exc)
+
+    def _call(self) -> _Outcome:
+        try:
+            r = self.invoke()
+            if self.awaited and inspect.isawaitable(r):
+                r = asyncio.run(_within(r, self.timeout))
+            return r if isinstance(r, _Outcome) else _Outcome("ok", r)
+        except Exception as exc:  # a handler's failure is a result
+            return _Outcome("error", exc)
 
 
 class _DaemonPool:
-    """Reusable daemon threads for handlers that run under a timeout.
+    """Long-lived daemon threads for handlers that run under a timeout, fed through one ``SimpleQueue``.
 
     Starting a thread per call costs about 70 µs; a pool reuses them. The threads are daemons (unlike
-    ``ThreadPoolExecutor``'s), so a handler stuck past its timeout never blocks the interpreter from exiting;
-    a new thread is started whenever every existing one is busy, so a stuck handler never delays another call.
+    ``ThreadPoolExecutor``'s), so a handler stuck past its timeout never blocks the interpreter from exiting.
+    A job is only queued when a thread is free to take it at once (a new thread is started whenever every
+    existing one is busy), so a stuck handler never delays another call and stuck handlers never exhaust the
+    pool: the thread a stuck handler holds is replaced by a new one. Threads that come back after a burst stay
+    idle up to ``max_idle``; more end.
     """
 
-    def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[tuple[Callable[[], None], _Done]] = queue.SimpleQueue()
-        self._lock = threading.Lock()
-        self._idle = 0
+    def __init__(self, max_idle: int = 64) -> None:
+        self.max_idle = max_idle
+        self._forget_threads()
 
-    def submit(self, fn: Callable[[], None]) -> _Done:
-        done = _Done()
+    def submit(self, job: _Job) -> None:
         with self._lock:
             if self._idle > 0:
                 self._idle -= 1
                 start = False
             else:
                 start = True
-        self._jobs.put((fn, done))
-        if start:
-            threading.Thread(target=self._work, name="toolwire-handler", daemon=True).start()
-        return done
+        if start:  # before the job is queued: a thread that cannot start leaves no job behind to run later
+            threading.Thread(target=self._work, args=(self._jobs,), name="toolwire-handler", daemon=True).start()
+        self._jobs.put(job)
 
-    def _work(self) -> None:
+    def _work(self, jobs: "queue.SimpleQueue[_Job]") -> None:
+        get = jobs.get
         while True:
-            fn, done = self._jobs.get()
-            try:
-                fn()
-            finally:
-                with self._lock:
+            job = get()
+            job.run()
+            with self._lock:  # counted idle before the caller hears of it: its next job reuses this thread
+                idle = self._idle < self.max_idle
+                if idle:
                     self._idle += 1
-                done.set()
+            try:
+                job.notify(job)
+            except BaseException:  # noqa: BLE001 - the thread is counted idle: it must stay alive to take a job
+                pass
+            if not idle:
+                return
 
     def _forget_threads(self) -> None:
-        """After ``fork`` the child has none of the parent's threads: start afresh."""
-        self._jobs = queue.SimpleQueue()
+        """Start afresh (at init; and after ``fork``: the child has none of the parent's threads)."""
+        self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._idle = 0
 
@@ -1172,6 +1255,10 @@ class _DaemonPool:
 _HANDLERS = _DaemonPool()
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_HANDLERS._forget_threads)
+
+
+def _ignore(job: _Job) -> None:
+    pass
 
 
 async def _within(awaitable: Any, timeout: float | None) -> _Outcome:
