@@ -31,7 +31,7 @@ import enum
 import logging
 import weakref
 
-from transitions import Machine, State
+from transitions import Machine, State, Transition
 
 from ..types import CallState
 
@@ -102,6 +102,21 @@ class _CallStateObj(State):
             State.exit(self, event_data)
 
 
+class _CallTransition(Transition):
+    """``transitions``' Transition, whose ``execute`` goes straight to the state change when there is nothing else
+    to do (no prepare, condition, before or after callback on it or on the machine, and ``transitions``' logger
+    would drop its debug lines); otherwise ``Transition.execute`` as it is."""
+
+    def execute(self, event_data) -> bool:
+        machine = event_data.machine
+        if (self.prepare or self.conditions or self.before or self.after or machine.before_state_change
+                or machine.after_state_change or _TRANSITIONS_LOG.isEnabledFor(logging.DEBUG)):
+            return Transition.execute(self, event_data)
+        if self.dest:  # None: an internal transition
+            self._change_state(event_data)
+        return True
+
+
 class _SharedMachine(Machine):
     """A ``Machine`` whose models define their trigger methods themselves.
 
@@ -114,6 +129,7 @@ class _SharedMachine(Machine):
     """
 
     state_cls = _CallStateObj
+    transition_cls = _CallTransition
     _by_member: dict = {}
 
     def get_state(self, state):
