@@ -18,7 +18,7 @@ from .framing import (
     SSEDecoder,
 )
 from .limits import DEFAULT_MAX_ARGUMENT_CHARS, DEFAULT_MAX_CALLS, DEFAULT_MAX_DEPTH
-from .types import Event, StreamError, Turn
+from .types import Event, StreamError, Turn, TurnFinished
 
 __all__ = ["StreamParser", "parse", "FORMATS"]
 
@@ -203,8 +203,6 @@ class StreamParser:
         return early + self._finish()
 
     def _finish(self) -> list[Event]:
-        from .types import TurnFinished
-
         codec = self._codec
         asm = codec.asm
         if not self._closed:

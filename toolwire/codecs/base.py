@@ -196,7 +196,10 @@ class Codec:
             if asm.failed:
                 continue
             event, data = (item.event, item.data) if sse else (None, item)
-            if json_depth_exceeds(data, deepest):
+            # bytes with no more than ``deepest`` opening brackets in all cannot nest deeper (json_depth_exceeds'
+            # own first test, made here without the call for the usual payload)
+            if (type(data) is not bytes or data.count(b"{") + data.count(b"[") > deepest) \
+                    and json_depth_exceeds(data, deepest):
                 asm.limit_exceeded(f"a {self.provider} payload nests deeper than {deepest} levels (max_depth "
                                    f"{asm.max_depth} plus the envelope's {ENVELOPE_DEPTH})")
                 continue

@@ -519,8 +519,10 @@ class Assembler:
             rec.release()
         for rec in self.records:
             rec.release()
+        if not self.records or not _log.enabled(_log.INFO):
+            return
         for rec in self.records:
-            if not rec.server and _log.enabled(_log.INFO):
+            if not rec.server:
                 extra = {"arguments": rec.raw} if _log.LOG_ARGUMENTS else {}
                 _log.emit(_log.INFO, "call.parsed", provider=self.provider, call_id=rec.call_id,
                           local_id=rec.local_id, name=rec.name, state=rec.state.value,

@@ -41,6 +41,9 @@ class _Checked:
 
 _ACCUMULATING = CallState.ACCUMULATING
 _EVENTS = MACHINE.events
+#: per trigger: its ``transitions`` Event's ``trigger`` and its name (``Enum.value`` is a property, slow to read)
+_FIRE = {t: (MACHINE.events[t.value].trigger, t.value) for t in Trigger}
+_debug_enabled = _log.stdlib_logger.isEnabledFor
 
 
 class Step(tuple):
@@ -156,21 +159,22 @@ class CallRecord:
     # ---- triggers -------------------------------------------------------------------------------------
     def _trigger(self, trigger: Trigger) -> None:
         src = self.state
+        fire, name = _FIRE[trigger]
         try:
-            _EVENTS[trigger.value].trigger(self)
+            fire(self)
         except MachineError:
             _log.emit(_log.WARNING, "call.invalid_transition", provider=self.provider, call_id=self.call_id,
-                      local_id=self.local_id, name=self.name, state=src.value, trigger=trigger.value)
+                      local_id=self.local_id, name=self.name, state=src.value, trigger=name)
             raise InvalidTransition(call_id=self.call_id, local_id=self.local_id, state=src.value,
-                                    trigger=trigger.value) from None
+                                    trigger=name) from None
         dst = self.state
         self.fragments = self.frags if dst is _ACCUMULATING else self._guard
         pos = self.position_of() if self.position_of is not None else None
-        self.history.append(Step(trigger.value, src, dst, pos))
-        if _log.enabled(_log.DEBUG):
+        self.history.append(Step(name, src, dst, pos))
+        if _debug_enabled(_log.DEBUG):
             _log.emit(_log.DEBUG, "call.transition", provider=self.provider, call_id=self.call_id,
                       local_id=self.local_id, name=self.name, src=src.value, dst=dst.value,
-                      trigger=trigger.value, position=pos)
+                      trigger=name, position=pos)
 
     def receive(self) -> None:
         self._trigger(Trigger.RECEIVE)

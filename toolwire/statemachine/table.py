@@ -28,9 +28,10 @@ Diagrams (``toolwire diagram``) are generated from ``TRANSITIONS`` and a test ch
 from __future__ import annotations
 
 import enum
+import logging
 import weakref
 
-from transitions import Machine
+from transitions import Machine, State, Transition
 
 from ..types import CallState
 
@@ -77,13 +78,66 @@ def next_state(state: CallState, trigger: Trigger) -> CallState | None | bool:
     return _NEXT.get((state, trigger), False)
 
 
+_TRANSITIONS_LOG = logging.getLogger("transitions.core")
+
+
+class _CallStateObj(State):
+    """``transitions``' State with its name computed once (``State.name`` is a property that asks the Enum member
+    for its name on every read, several times a trigger) and no enter or exit work when there is none to do: no
+    callbacks, and ``transitions``' own logger would drop the lines it writes (it still writes them when enabled).
+    """
+
+    name = None  # shadows ``State.name``: set per instance below
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.name = self._name.name if isinstance(self._name, enum.Enum) else self._name
+
+    def enter(self, event_data) -> None:
+        if self.on_enter or _TRANSITIONS_LOG.isEnabledFor(logging.INFO):
+            State.enter(self, event_data)
+
+    def exit(self, event_data) -> None:
+        if self.on_exit or _TRANSITIONS_LOG.isEnabledFor(logging.INFO):
+            State.exit(self, event_data)
+
+
+class _CallTransition(Transition):
+    """``transitions``' Transition, whose ``execute`` goes straight to the state change when there is nothing else
+    to do (no prepare, condition, before or after callback on it or on the machine, and ``transitions``' logger
+    would drop its debug lines); otherwise ``Transition.execute`` as it is."""
+
+    def execute(self, event_data) -> bool:
+        machine = event_data.machine
+        if (self.prepare or self.conditions or self.before or self.after or machine.before_state_change
+                or machine.after_state_change or _TRANSITIONS_LOG.isEnabledFor(logging.DEBUG)):
+            return Transition.execute(self, event_data)
+        if self.dest:  # None: an internal transition
+            self._change_state(event_data)
+        return True
+
+
 class _SharedMachine(Machine):
     """A ``Machine`` whose models define their trigger methods themselves.
 
     ``Machine.add_model`` binds a partial per trigger and an ``is_<state>`` helper per state onto every model
     (about 100 µs a call); call models already have explicit trigger methods, so registering one only sets its
     initial state and records it in ``models`` (a weak mapping used as a set, so removal is O(1)).
+
+    ``get_state`` finds a ``CallState`` member's State by one dict lookup (``Machine.get_state`` asks the Enum
+    for the member's name first); any other argument takes ``Machine.get_state``.
     """
+
+    state_cls = _CallStateObj
+    transition_cls = _CallTransition
+    _by_member: dict = {}
+
+    def get_state(self, state):
+        if type(state) is CallState:
+            found = self._by_member.get(state)
+            if found is not None:
+                return found
+        return Machine.get_state(self, state)
 
     def add_model(self, model, initial=None):  # noqa: D401 - same contract as Machine.add_model
         self.set_state(self.initial if initial is None else initial, model=model)
@@ -106,6 +160,7 @@ def _build() -> _SharedMachine:
         m.add_transition(trig.value, list(sources), dst)
     # O(1) add and remove for many calls in flight; weak, so a parser dropped without close() leaks nothing
     m.models = weakref.WeakKeyDictionary()
+    m._by_member = {member: m.states[member.name] for member in CallState}
     return m
 
 
