@@ -93,15 +93,17 @@ class _Item:
 
 
 def _item(m: EventStreamMessage) -> _Item:
-    kind = m.message_type
+    headers = m.headers
+    kind = headers.get(":message-type")
+    if kind == "event" or not isinstance(kind, str):  # an event (a header that is not a string is no type)
+        event = headers.get(":event-type")
+        return _Item(event if isinstance(event, str) else None, m.payload)
     if kind == "exception":
         return _Item(_EXCEPTION + (m.exception_type or ""), m.payload)
     if kind == "error":
         return _Item(_ERROR + (m.error_code or ""),
                      msgspec.json.encode({"code": m.error_code, "message": m.error_message}))
-    if kind not in (None, "event"):
-        return _Item(_OTHER + kind, m.payload)
-    return _Item(m.event_type, m.payload)
+    return _Item(_OTHER + kind, m.payload)
 
 
 class EventStreamFramer:
@@ -242,6 +244,26 @@ class _BlockDelta(msgspec.Struct, gc=False):
     delta: dict[str, Any]
 
 
+class _FastToolInput(msgspec.Struct, gc=False, forbid_unknown_fields=True):
+    input: str
+
+
+class _FastToolDelta(msgspec.Struct, gc=False, forbid_unknown_fields=True):
+    toolUse: _FastToolInput
+
+
+class _FastDelta(msgspec.Struct, gc=False):
+    """The commonest event, a ``contentBlockDelta`` whose delta is exactly one ``toolUse.input`` fragment, decoded
+    in one step (anything else about it, including a delta with another member, fails this shape and takes the
+    general path, which reports it)."""
+
+    contentBlockIndex: _Index
+    delta: _FastToolDelta
+
+
+_FAST_DELTA = msgspec.json.Decoder(_FastDelta)
+
+
 class _BlockStop(msgspec.Struct, gc=False):
     contentBlockIndex: _Index
 
@@ -310,6 +332,19 @@ class BedrockConverseCodec(Codec):
         if event is not None and event[:1] == ":":
             self._not_an_event(event, data)
             return
+        if event == "contentBlockDelta":
+            # the fast path: an argument fragment of a call block still streaming
+            try:
+                fast = _FAST_DELTA.decode(data)
+            except msgspec.DecodeError:  # also a ValidationError: the general path below says what is wrong
+                pass
+            else:
+                blk = self._blocks.get(fast.contentBlockIndex)
+                if blk is not None and blk.rec is not None and not blk.stopped:
+                    text = fast.delta.toolUse.input
+                    if text:
+                        blk.rec.fragments.append(text)
+                    return
         try:
             doc = _DECODE.decode(data)
         except msgspec.DecodeError as exc:
