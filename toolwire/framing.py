@@ -35,6 +35,9 @@ __all__ = [
 DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 
 _BOM = b"\xef\xbb\xbf"
+#: CR and LF as byte values: ``13 in data`` is a plain ``memchr``, several times cheaper on a short message than
+#: ``b"\r" in data``, which goes through the buffer protocol first
+_CR, _LF = 13, 10
 
 #: event names seen, decoded once (providers use a handful)
 _EVENT_NAMES: dict[bytes, str | None] = {}
@@ -106,7 +109,11 @@ class SSEDecoder:
                 chunk = chunk[1:]
                 if not chunk:
                     return []
-        if b"\r" in chunk:
+        if _CR in chunk:
+            if self._started and chunk[-1:] != b"\r":
+                messages = self._crlf(chunk)
+                if messages is not None:
+                    return messages
             if chunk[-1:] == b"\r":
                 self._skip_lf = True
             chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
@@ -145,15 +152,48 @@ class SSEDecoder:
             raise _too_big("SSE message", self._plen, self._max, rest[:200])
         return self._messages(complete.split(b"\n\n"), complete=True)
 
+    def _crlf(self, chunk: bytes) -> list[SSEMessage] | None:
+        """The messages of a chunk whose complete messages are one line each, every line ended by CRLF (as Gemini
+        sends), cut on ``\\r\\n\\r\\n`` without rewriting the line ends of the whole chunk first; None when the chunk
+        is not of that shape (``feed`` then takes the general path, nothing having changed). Cutting there first
+        gives the same messages: a CRLF is one line end wherever it is, so ``\\r\\n\\r\\n`` is always a blank line,
+        and a message that holds no CR and no LF reads the same either way."""
+        texts = chunk.split(b"\r\n\r\n")
+        if len(texts) < 2:
+            return None
+        rest = texts[-1]
+        for i in range(len(texts) - 1):
+            text = texts[i]
+            if _CR in text or _LF in text:
+                return None
+        if _CR in rest:
+            rest = rest.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        if b"\n\n" in rest or rest[:1] == b"\n":
+            return None  # a blank line of another kind after the last CRLF one
+        parts = self._parts
+        if parts:
+            parts.append(texts[0])
+            texts[0] = b"".join(parts)
+        self._parts = [rest] if rest else []
+        self._plen = len(rest)
+        if self._plen > self._max:
+            raise _too_big("SSE message", self._plen, self._max, rest[:200])
+        return self._messages(texts, complete=True)
+
     def _messages(self, texts: list[bytes], *, complete: bool) -> list[SSEMessage]:
         """The messages of ``texts`` (each the lines of one message, without its blank line). With
         ``complete``, the last element is what follows the last blank line (empty) and is skipped."""
         out: list[SSEMessage] = []
+        append = out.append
         cache = _EVENT_NAMES
         limit = self._max
         if complete:
-            texts = texts[:-1]
+            texts.pop()
+        sid = self._id
         for msg in texts:
+            if msg[:6] == b"data: " and _LF not in msg and len(msg) <= limit:
+                append(SSEMessage(msg[6:], None, sid))  # the usual message: one data line
+                continue
             if msg[:1] == b"\n":
                 msg = msg.lstrip(b"\n")  # extra blank lines dispatch nothing
                 if not msg:
@@ -177,6 +217,7 @@ class SSEDecoder:
                     out.append(SSEMessage(msg[nl + 7:], event, self._id))
                     continue
             message = self._general(msg)
+            sid = self._id  # an id: field sets it for this message and the following ones
             if message is not None:
                 out.append(message)
         return out

@@ -30,6 +30,7 @@ DEFAULT_MAX_CALLS = 10_000
 ENVELOPE_DEPTH = 16
 
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_NOT_OPENERS = bytes(b for b in range(256) if b not in b"[{")
 _STEP = bytes.maketrans(b"[{]}", b"\x02\x02\x00\x00")
 
 
@@ -43,7 +44,7 @@ def json_depth_exceeds(data: bytes | str, limit: int) -> bool:
         if data.count("[") + data.count("{") <= limit:
             return False
         data = data.encode("utf-8", "surrogatepass")
-    elif data.count(b"[") + data.count(b"{") <= limit:
+    elif len(data.translate(None, _NOT_OPENERS)) <= limit:  # one C pass (two ``count`` calls cost twice as much)
         return False
     if b'"' in data:
         # drop string contents with C-level passes only (a regex would keep a backtracking stack per escape):

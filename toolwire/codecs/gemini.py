@@ -108,6 +108,22 @@ class _Response(msgspec.Struct, rename="camel", gc=False):
     error: Any = None
 
 
+class _TypedContent(msgspec.Struct, gc=False):
+    role: Union[str, None] = None
+    parts: Union[list[_Part], None] = None
+
+
+class _TypedCandidate(_Candidate, gc=False):
+    content: Union[_TypedContent, None] = None
+
+
+class _TypedResponse(_Response, gc=False):
+    candidates: Union[list[_TypedCandidate], None] = None
+
+
+#: the payload in one pass, parts typed (the usual case); a payload it refuses is decoded again with
+#: ``_PAYLOAD``, whose parts stay ``Raw`` and are decoded one by one, so a bad part is reported as before
+_TYPED = msgspec.json.Decoder(Union[_TypedResponse, list[_TypedResponse]])
 _PAYLOAD = msgspec.json.Decoder(Union[_Response, list[_Response]])
 _PART = msgspec.json.Decoder(_Part)
 _ANY = msgspec.json.Decoder()
@@ -263,6 +279,43 @@ def _set(root: dict, path: str, value: Any) -> tuple[Any, str | int]:
     return node, key
 
 
+# ---- where a part is ---------------------------------------------------------------------------------------
+class _Ref:
+    """A part of a payload decoded in one pass: the payload and the part's place in it. The part is decoded
+    again only when it is needed as it arrived (replay, a diagnostic), so the usual path decodes each payload
+    once."""
+
+    __slots__ = ("data", "resp", "cand", "part")
+
+    def __init__(self, data: bytes, resp: int, cand: int, part: int) -> None:
+        self.data = data
+        self.resp = resp  # its response's position in a payload that is an array, else -1
+        self.cand = cand  # its candidate's position in ``candidates``
+        self.part = part  # its position in ``content.parts``
+
+
+def _part_bytes(ref: Any) -> bytes:
+    """The part's JSON text exactly as it arrived."""
+    if type(ref) is not _Ref:
+        return bytes(ref)
+    resp = _PAYLOAD.decode(ref.data)
+    if ref.resp >= 0:
+        resp = resp[ref.resp]
+    return bytes(resp.candidates[ref.cand].content.parts[ref.part])
+
+
+def _part_value(ref: Any, docs: dict[int, Any]) -> dict[str, Any]:
+    """The part as a new JSON object; ``docs`` keeps the payloads decoded so far (by ``id``), so the parts of one
+    payload cost one decoding."""
+    if type(ref) is not _Ref:
+        return _ANY.decode(ref)
+    doc = docs.get(id(ref.data))
+    if doc is None:
+        doc = docs[id(ref.data)] = _ANY.decode(ref.data)
+    resp = doc if ref.resp < 0 else doc[ref.resp]
+    return resp["candidates"][ref.cand]["content"]["parts"][ref.part]
+
+
 # ---- per-candidate state ----------------------------------------------------------------------------------
 class _Streamed:
     """A call whose arguments arrive as ``partialArgs`` (Vertex): its start part and the object being built.
@@ -272,7 +325,7 @@ class _Streamed:
 
     __slots__ = ("rec", "start", "_args", "_pending", "ended", "signature")
 
-    def __init__(self, rec: Any, start: msgspec.Raw) -> None:
+    def __init__(self, rec: Any, start: Any) -> None:
         self.rec = rec
         self.start = start
         self._args: dict[str, Any] = {}
@@ -319,8 +372,8 @@ class _Streamed:
         self._flush()
         return self._args
 
-    def replay(self) -> dict[str, Any]:
-        part = _ANY.decode(self.start)
+    def replay(self, docs: dict[int, Any]) -> dict[str, Any]:
+        part = _part_value(self.start, docs)
         fc = dict(part.get("functionCall") or {})
         fc.pop("willContinue", None)
         fc.pop("partialArgs", None)
@@ -337,7 +390,7 @@ class _Cand:
 
     def __init__(self, index: int) -> None:
         self.index = index
-        self.entries: list[Any] = []  # replay parts: msgspec.Raw (verbatim) or _Streamed
+        self.entries: list[Any] = []  # replay parts: msgspec.Raw or _Ref (verbatim), or _Streamed
         self.open: _Streamed | None = None
         self.first: Any = None  # its first client call
         self.signed = False  # some call of this candidate carries a thought signature
@@ -394,26 +447,30 @@ class GeminiCodec(Codec):
     def on_payload(self, event: str | None, data: bytes) -> None:
         asm = self.asm
         try:
-            value = _PAYLOAD.decode(data)
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            self.unrecognised(exc, data)
-            return
+            value = _TYPED.decode(data)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            try:
+                value = _PAYLOAD.decode(data)  # parts as Raw: a part that does not decode is reported alone
+            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                self.unrecognised(exc, data)
+                return
         if type(value) is list:  # a whole streamed array handed over as one body
             if not value:
                 self.skip("empty array")
                 return
             understood = False
-            for resp in value:
+            for ri, resp in enumerate(value):
                 if asm.failed:
                     break
-                understood = self._response(resp) or understood
+                understood = self._response(resp, data, ri) or understood
             if not understood:
                 self.not_understood()  # no response of the array had a field Gemini sends
-        elif not self._response(value):
+        elif not self._response(value, data, -1):
             self.not_understood()
 
-    def _response(self, resp: _Response) -> bool:
-        """One response; False when it has no field Gemini sends (it is skipped)."""
+    def _response(self, resp: _Response, data: bytes, ri: int) -> bool:
+        """One response (``ri``: its position in a payload that is an array, else -1); False when it has no
+        field Gemini sends (it is skipped)."""
         asm = self.asm
         if resp.error is not None:
             asm.stream_error(_error_from(resp.error))
@@ -433,7 +490,7 @@ class GeminiCodec(Codec):
             asm.usage = resp.usage_metadata
         if cands:
             for pos, cand in enumerate(cands):
-                self._candidate(cand, pos)
+                self._candidate(cand, pos, data, ri)
                 if asm.failed:
                     return True
         elif resp.prompt_feedback is not None and enum_name(resp.prompt_feedback.block_reason, _BLOCK_NUMBERS) \
@@ -443,39 +500,62 @@ class GeminiCodec(Codec):
                            enum_name(resp.prompt_feedback.block_reason, _BLOCK_NUMBERS), "the prompt's block reason")
         return True
 
-    def _candidate(self, cand: _Candidate, pos: int) -> None:
+    def _candidate(self, cand: _Candidate, pos: int, data: bytes, ri: int) -> None:
         index = cand.index if cand.index is not None else pos
         st = self._cands.get(index)
+        asm = self.asm
         if st is None:
             st = self._cands[index] = _Cand(index)
-            self.asm.choice(index)
+            asm.choice(index)
         content = cand.content
         if content is not None and content.parts:
-            for raw in content.parts:
-                self._part(st, raw)
-                if self.asm.failed:
+            for pi, part in enumerate(content.parts):
+                if type(part) is not _Part:  # a Raw part (the payload did not decode in one pass)
+                    raw = part
+                    try:
+                        part = _PART.decode(raw)
+                    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                        asm.protocol_error(f"gemini part could not be decoded: {exc}", bytes(raw))
+                        return
+                    ref: Any = raw
+                else:
+                    fc = part.function_call
+                    cur = st.open
+                    if fc is not None and cur is not None and fc.name is None and fc.id is None \
+                            and part.thought_signature is None and fc.partial_args and fc.will_continue:
+                        # the hot path of a streamed call: a fragment of its arguments, more to follow
+                        rec = cur.rec
+                        if rec.state is _ANN:
+                            rec.receive()
+                        try:
+                            cur.apply(fc.partial_args)
+                        except JSONPathError as exc:
+                            asm.protocol_error(f"bad partialArgs for call {rec.call_id or rec.local_id}: {exc}",
+                                               _part_bytes(_Ref(data, ri, pos, pi)))
+                            return
+                        cur.ended = False
+                        continue
+                    ref = _Ref(data, ri, pos, pi)
+                self._part(st, part, ref)
+                if asm.failed:
                     return
         finish = enum_name(cand.finish_reason, _FINISH_NUMBERS)
         if finish:
             self._finish(st, finish)
 
-    def _part(self, st: _Cand, raw: msgspec.Raw) -> None:
+    def _part(self, st: _Cand, part: _Part, ref: Any) -> None:
+        """One decoded part; ``ref`` is where it is (``Raw``, or a ``_Ref`` to its payload), kept for replay."""
         asm = self.asm
-        try:
-            part = _PART.decode(raw)
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            asm.protocol_error(f"gemini part could not be decoded: {exc}", bytes(raw))
-            return
         fc = part.function_call
         if fc is not None:
-            self._function_call(st, part, fc, raw)
+            self._function_call(st, part, fc, ref)
             return
         tc = part.tool_call
         if tc is not None:
             rec = asm.open_call(call_id=tc.id, name=tc.tool_type, choice=st.index, server=True,
                                 server_type="toolCall", meta={"part_index": len(st.entries)})
             rec.initial = _args_text(tc.args)
-            st.entries.append(raw)
+            st.entries.append(ref)
             asm.complete(rec)
             return
         text = part.text
@@ -483,23 +563,23 @@ class GeminiCodec(Codec):
         if text:
             if not part.thought:
                 asm.add_text(text, st.index)
-        elif sig is None and text == "" and _ANY.decode(raw).keys() <= {"text"}:
+        elif sig is None and text == "" and _part_value(ref, {}).keys() <= {"text"}:
             return  # a bare {"text": ""} carries nothing (and an empty text part is refused on replay)
         if sig is not None and not text and not st.signed and st.first is not None:
             # the signature of the first of the candidate's calls, delivered on a later empty part
             st.signed = True
             st.first.meta["thought_signature"] = sig
             st.first.meta["thought_signature_part"] = len(st.entries)
-        st.entries.append(raw)
+        st.entries.append(ref)
 
-    def _function_call(self, st: _Cand, part: _Part, fc: _FunctionCall, raw: msgspec.Raw) -> None:
+    def _function_call(self, st: _Cand, part: _Part, fc: _FunctionCall, ref: Any) -> None:
         asm = self.asm
         cur = st.open
         name = fc.name or None
         if name is None and (fc.partial_args or fc.will_continue):
             # a continuation part of the streamed call (hot path)
             if cur is None:
-                asm.protocol_error("functionCall partialArgs arrived with no streamed call open", bytes(raw))
+                asm.protocol_error("functionCall partialArgs arrived with no streamed call open", _part_bytes(ref))
                 return
             rec = cur.rec
             if fc.id and fc.id != rec.call_id:
@@ -517,7 +597,7 @@ class GeminiCodec(Codec):
                     cur.apply(fc.partial_args)
                 except JSONPathError as exc:
                     asm.protocol_error(f"bad partialArgs for call {rec.call_id or rec.local_id}: {exc}",
-                                       bytes(raw))
+                                       _part_bytes(ref))
                     return
                 cur.ended = not fc.will_continue
             else:
@@ -531,7 +611,7 @@ class GeminiCodec(Codec):
                     self._streamed_signature(st, cur, part.thought_signature)
                 self._end_streamed(st)
             elif part.thought_signature is not None:
-                st.entries.append(raw)
+                st.entries.append(ref)
             elif _log.enabled(_log.DEBUG):
                 _log.emit(_log.DEBUG, "payload.skipped", provider=self.provider,
                           reason="end marker with no streamed call open", position=asm.position)
@@ -545,7 +625,7 @@ class GeminiCodec(Codec):
                 asm.fail(cur.rec, ProblemCode.PROTOCOL_ERROR,
                          "a new functionCall began before this call's end marker")
         if st.finished:
-            asm.protocol_error(f"functionCall after candidate {st.index}'s finishReason", bytes(raw))
+            asm.protocol_error(f"functionCall after candidate {st.index}'s finishReason", _part_bytes(ref))
             return
         meta: dict[str, Any] = {"part_index": len(st.entries)}
         sig = part.thought_signature
@@ -556,7 +636,7 @@ class GeminiCodec(Codec):
         if st.first is None:
             st.first = rec
         if fc.will_continue:
-            cur = st.open = _Streamed(rec, raw)
+            cur = st.open = _Streamed(rec, ref)
             st.entries.append(cur)
             if fc.partial_args:
                 rec.receive()
@@ -564,15 +644,15 @@ class GeminiCodec(Codec):
                     cur.apply(fc.partial_args)
                 except JSONPathError as exc:
                     asm.protocol_error(f"bad partialArgs for call {rec.call_id or rec.local_id}: {exc}",
-                                       bytes(raw))
+                                       _part_bytes(ref))
             return
-        st.entries.append(raw)
+        st.entries.append(ref)
         if fc.partial_args:  # a whole call given as partialArgs in one part
-            whole = _Streamed(rec, raw)
+            whole = _Streamed(rec, ref)
             try:
                 whole.apply(fc.partial_args)
             except JSONPathError as exc:
-                asm.protocol_error(f"bad partialArgs for call {rec.call_id or rec.local_id}: {exc}", bytes(raw))
+                asm.protocol_error(f"bad partialArgs for call {rec.call_id or rec.local_id}: {exc}", _part_bytes(ref))
                 return
             args_text = _encode(whole.args).decode()
         rec.initial = args_text
@@ -627,15 +707,20 @@ class GeminiCodec(Codec):
         return self._content(st)
 
     def choice_messages(self) -> dict[int, Any]:
-        """The model content of every candidate."""
-        return {i: self._content(st) for i, st in sorted(self._cands.items())}
+        """The model content of every candidate, when there are several (or the one is not candidate 0); empty
+        otherwise, as the turn then lists no choices (its ``assistant_message`` is that content)."""
+        cands = self._cands
+        if len(cands) == 1 and 0 in cands:
+            return {}
+        return {i: self._content(st) for i, st in sorted(cands.items())}
 
     @staticmethod
     def _content(st: _Cand | None) -> dict[str, Any]:
         parts = []
         if st is not None:
+            docs: dict[int, Any] = {}
             for entry in st.entries:
-                parts.append(entry.replay() if type(entry) is _Streamed else _ANY.decode(entry))
+                parts.append(entry.replay(docs) if type(entry) is _Streamed else _part_value(entry, docs))
         return {"role": "model", "parts": parts}
 
 
