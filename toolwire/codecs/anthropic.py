@@ -19,7 +19,7 @@ import msgspec
 
 from .. import _log
 from ..types import CallKind, FinishReason, ProblemCode, StreamError, TokenUsage
-from .base import Codec, count
+from .base import BlockIndexes, Codec, cache_split_usage
 from .capabilities import Capabilities, Limit
 from .declare import anthropic as _declarations
 from .dialect import Dialect
@@ -170,30 +170,6 @@ class _BlockState:
         self.stopped = False
 
 
-class _Indexes:
-    """The set of block indexes started so far, in constant space while they come in order (0, 1, 2 …), as
-    they do: the streaming mode forgets a block once it stopped but must still refuse its index again."""
-
-    __slots__ = ("next", "others")
-
-    def __init__(self) -> None:
-        self.next = 0  # every index below this one was started
-        self.others: set[int] = set()  # the ones started out of order
-
-    def add(self, index: int) -> None:
-        if index != self.next:
-            self.others.add(index)
-            return
-        index += 1
-        while index in self.others:
-            self.others.discard(index)
-            index += 1
-        self.next = index
-
-    def __contains__(self, index: int) -> bool:
-        return 0 <= index < self.next or index in self.others
-
-
 class AnthropicCodec(Codec):
     provider = "anthropic"
     length_cuts_last_item = True  # max_tokens right after a tool_use block's stop still cut that call
@@ -201,18 +177,13 @@ class AnthropicCodec(Codec):
     @staticmethod
     def read_usage(raw: Mapping[str, Any]) -> TokenUsage | None:
         """Anthropic's ``input_tokens`` leaves the cache out: the whole input adds the cache reads and writes."""
-        uncached = count(raw, "input_tokens")
-        return TokenUsage(
-            input_tokens=None if uncached is None else count(raw, "input_tokens", "cache_read_input_tokens",
-                                                             "cache_creation_input_tokens"),
-            output_tokens=count(raw, "output_tokens"),
-            cache_read_input_tokens=count(raw, "cache_read_input_tokens"),
-            cache_creation_input_tokens=count(raw, "cache_creation_input_tokens"))
+        return cache_split_usage(raw, uncached="input_tokens", cache_read="cache_read_input_tokens", cache_write="cache_creation_input_tokens",
+                                 output="output_tokens")
 
     def __init__(self) -> None:
         super().__init__()
         self._blocks: dict[int, _BlockState] = {}
-        self._started_indexes = _Indexes()  # also the blocks the streaming mode forgot
+        self._started_indexes = BlockIndexes()  # also the blocks the streaming mode forgot
         self._ids: set[str] = set()  # ids of the tool blocks so far: a repeated one is a replay
         self._message_id: str | None = None
         self._started = False

@@ -17,7 +17,8 @@ from ..limits import ENVELOPE_DEPTH, json_depth_exceeds
 from ..statemachine.assembler import Assembler
 from ..types import ProblemCode, StreamError, TokenUsage
 
-__all__ = ["Codec", "Framing", "SSE", "decode_error_message", "add", "count", "details", "usage_from"]
+__all__ = ["Codec", "Framing", "SSE", "BlockIndexes", "decode_error_message", "add", "count", "details", "usage_from",
+           "cache_split_usage"]
 
 
 #: the largest count kept: OpenTelemetry attributes are 64-bit integers
@@ -45,6 +46,42 @@ def details(raw: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     """The object at ``key`` in ``raw`` (``prompt_tokens_details`` …), or an empty one."""
     value = raw.get(key)
     return value if isinstance(value, Mapping) else {}
+
+
+def cache_split_usage(raw: Mapping[str, Any], *, uncached: str, cache_read: str, cache_write: str,
+                      output: str) -> TokenUsage:
+    """The usage of a provider whose input count (``uncached``) leaves the cache out: the whole input adds the cache
+    reads and writes (Anthropic, Bedrock Converse)."""
+    plain = count(raw, uncached)
+    return TokenUsage(
+        input_tokens=None if plain is None else count(raw, uncached, cache_read, cache_write),
+        output_tokens=count(raw, output),
+        cache_read_input_tokens=count(raw, cache_read),
+        cache_creation_input_tokens=count(raw, cache_write))
+
+
+class BlockIndexes:
+    """The content-block indexes started so far, in constant space while they come in order (0, 1, 2 …), as they
+    do: a streaming mode that forgets a block once it stopped must still refuse its index again."""
+
+    __slots__ = ("next", "others")
+
+    def __init__(self) -> None:
+        self.next = 0  # every index below this one was started
+        self.others: set[int] = set()  # the ones started out of order
+
+    def add(self, index: int) -> None:
+        if index != self.next:
+            self.others.add(index)
+            return
+        index += 1
+        while index in self.others:
+            self.others.discard(index)
+            index += 1
+        self.next = index
+
+    def __contains__(self, index: int) -> bool:
+        return 0 <= index < self.next or index in self.others
 
 
 def usage_from(raw: Any, read: Callable[[Mapping[str, Any]], TokenUsage | None]) -> TokenUsage | None:

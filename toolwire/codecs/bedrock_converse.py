@@ -40,7 +40,7 @@ import msgspec
 
 from .. import _log
 from ..types import FinishReason, ProblemCode, StreamError, TokenUsage
-from .base import Codec, Framing, count
+from .base import BlockIndexes, Codec, Framing, cache_split_usage
 from .capabilities import Capabilities, Limit
 from .declare import bedrock_converse as _declarations
 from .http import bedrock_converse as _http
@@ -200,30 +200,6 @@ def _joined_base64(pieces: list[str]) -> str:
         return "".join(pieces)
 
 
-class _Indexes:
-    """The block indexes started so far, in constant space while they come in order, as they do (the streaming
-    mode forgets a stopped block but must still refuse its index again)."""
-
-    __slots__ = ("next", "others")
-
-    def __init__(self) -> None:
-        self.next = 0
-        self.others: set[int] = set()
-
-    def add(self, index: int) -> None:
-        if index != self.next:
-            self.others.add(index)
-            return
-        index += 1
-        while index in self.others:
-            self.others.discard(index)
-            index += 1
-        self.next = index
-
-    def __contains__(self, index: int) -> bool:
-        return 0 <= index < self.next or index in self.others
-
-
 _DECODE = msgspec.json.Decoder()
 
 _Index = Annotated[int, msgspec.Meta(ge=0)]
@@ -309,18 +285,13 @@ class BedrockConverseCodec(Codec):
     @staticmethod
     def read_usage(raw: Mapping[str, Any]) -> TokenUsage | None:
         """``inputTokens`` leaves the cache out: the whole input adds the cache reads and writes."""
-        uncached = count(raw, "inputTokens")
-        return TokenUsage(
-            input_tokens=None if uncached is None else count(raw, "inputTokens", "cacheReadInputTokens",
-                                                             "cacheWriteInputTokens"),
-            output_tokens=count(raw, "outputTokens"),
-            cache_read_input_tokens=count(raw, "cacheReadInputTokens"),
-            cache_creation_input_tokens=count(raw, "cacheWriteInputTokens"))
+        return cache_split_usage(raw, uncached="inputTokens", cache_read="cacheReadInputTokens",
+                                 cache_write="cacheWriteInputTokens", output="outputTokens")
 
     def __init__(self) -> None:
         super().__init__()
         self._blocks: dict[int, _Block] = {}
-        self._started_indexes = _Indexes()
+        self._started_indexes = BlockIndexes()
         self._ids: set[str] = set()
         self._started = False
         self._role: str | None = None
