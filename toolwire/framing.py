@@ -78,10 +78,13 @@ class SSEDecoder:
     lines. Pending pieces are joined once, when their message completes, so the cost stays linear.
     """
 
-    __slots__ = ("_max", "_started", "_skip_lf", "_id", "_dropped", "_parts", "_plen", "_head")
+    __slots__ = ("_max", "_started", "_skip_lf", "_id", "_dropped", "_parts", "_plen", "_head", "_bare")
 
-    def __init__(self, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
+    def __init__(self, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, *, bare: bool = False) -> None:
         self._max = max_message_bytes
+        #: a message of one ``data:`` line and nothing else is returned as its data bytes, not as an
+        #: ``SSEMessage`` (what ``StreamParser`` asks for: it needs no id, and most messages are of that kind)
+        self._bare = bare
         self._parts: list[bytes] = []  # bytes after the last blank line (an unfinished message)
         self._plen = 0
         self._head = b""  # the first bytes, until the BOM check is done
@@ -190,9 +193,11 @@ class SSEDecoder:
         if complete:
             texts.pop()
         sid = self._id
+        bare = self._bare
         for msg in texts:
             if msg[:6] == b"data: " and _LF not in msg and len(msg) <= limit:
-                append(SSEMessage(msg[6:], None, sid))  # the usual message: one data line
+                # the usual message: one data line
+                append(msg[6:] if bare else SSEMessage(msg[6:], None, sid))
                 continue
             if msg[:1] == b"\n":
                 msg = msg.lstrip(b"\n")  # extra blank lines dispatch nothing
@@ -203,7 +208,7 @@ class SSEDecoder:
             head = msg[:1]
             if head == b"d":
                 if msg[:6] == b"data: " and b"\n" not in msg:
-                    out.append(SSEMessage(msg[6:], None, self._id))
+                    out.append(msg[6:] if bare else SSEMessage(msg[6:], None, self._id))
                     continue
             elif head == b"e" and msg[:7] == b"event: ":
                 nl = msg.find(b"\n")

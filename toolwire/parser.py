@@ -82,7 +82,7 @@ class StreamParser:
     def _make_framer(self, fmt: str) -> Any:
         self._events = fmt == "sse"
         if fmt == "sse":
-            return SSEDecoder(self._max)
+            return SSEDecoder(self._max, bare=True)
         if fmt == "jsonl":
             return JSONLinesDecoder(self._max)
         if fmt == "json":

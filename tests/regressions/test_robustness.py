@@ -298,3 +298,21 @@ def test_a_usage_error_of_the_cli_is_one_line():
     proc = subprocess.run([sys.executable, "-m", "toolwire.cli", "parse", "--provider", "nope", "x"],
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "unknown provider" in proc.stderr
+
+
+@pytest.mark.parametrize("provider", sorted(toolwire.PROVIDERS))
+@pytest.mark.parametrize("tail", ["", "]" * 3, '"x'])
+def test_a_short_payload_of_only_opening_brackets_is_limit_exceeded(provider, tail):
+    """A payload too short to be deep JSON that does not decode, but opens more levels than allowed, is still
+    refused as too deep (the cheap length rule never turns a limit error into another one)."""
+    from toolwire.codecs.eventstream import encode_message
+
+    payload = ("[" * 130 + tail).encode()  # under twice the 116-level payload limit: skipped by the bracket count
+    if provider == "bedrock-converse":
+        data = encode_message({":event-type": "contentBlockDelta", ":content-type": "application/json",
+                               ":message-type": "event"}, payload)
+    else:
+        data = b"data: " + payload + b"\n\n"
+    turn = toolwire.parse(provider, data)
+    assert turn.error is not None and turn.error.type == "limit_exceeded", turn.error
+    assert turn.runnable_calls == []

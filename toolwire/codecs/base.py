@@ -13,7 +13,7 @@ import msgspec
 
 from .. import _log
 from ..framing import SSEDecoder
-from ..limits import ENVELOPE_DEPTH, json_depth_exceeds
+from ..limits import _NOT_OPENERS, ENVELOPE_DEPTH, json_depth_exceeds
 from ..statemachine.assembler import Assembler
 from ..types import ProblemCode, StreamError, TokenUsage
 
@@ -223,22 +223,28 @@ class Codec:
         """Hand framed payloads to ``on_payload`` in order: ``asm.position`` numbers them (traces cite it),
         nothing more is handled once the stream is in its terminal error state, a payload after the stream's
         terminator goes to ``after_end`` instead, and the ones ``on_payload`` handles count as understood
-        unless it says otherwise. ``sse``: the items carry ``.event`` and ``.data`` (else they are the payload
-        bytes)."""
+        unless it says otherwise. ``sse``: an item that is not bytes carries ``.event`` and ``.data`` (the others are
+        payload bytes)."""
         asm = self.asm
         on_payload = self.on_payload
         deepest = asm.max_depth + ENVELOPE_DEPTH
+        # JSON that decodes and nests deeper than ``deepest`` has an opening and a closing bracket per level, so
+        # bytes no longer than ``shallow`` are either not that deep or do not decode (and ``bad_payload`` then
+        # tells which); longer ones with no more than ``deepest`` opening brackets cannot be that deep
+        # (json_depth_exceeds' own first test, made here without the call for the usual payload)
+        shallow = 2 * deepest + 1
         for item in payloads:
             asm.position += 1
             if asm.failed:
                 continue
-            event, data = (item.event, item.data) if sse else (None, item)
-            # bytes with no more than ``deepest`` opening brackets in all cannot nest deeper (json_depth_exceeds'
-            # own first test, made here without the call for the usual payload)
-            if (type(data) is not bytes or data.count(b"{") + data.count(b"[") > deepest) \
+            if sse and type(item) is not bytes:
+                event, data = item.event, item.data
+            else:
+                event, data = None, item  # a bare payload (the SSE decoder's usual message, or unframed)
+            if (type(data) is not bytes or (len(data) > shallow
+                                            and len(data.translate(None, _NOT_OPENERS)) > deepest)) \
                     and json_depth_exceeds(data, deepest):
-                asm.limit_exceeded(f"a {self.provider} payload nests deeper than {deepest} levels (max_depth "
-                                   f"{asm.max_depth} plus the envelope's {ENVELOPE_DEPTH})")
+                self.too_deep()
                 continue
             try:
                 if asm.ended_by is not None:
@@ -249,9 +255,23 @@ class Codec:
             except Exception as exc:  # noqa: BLE001 - whatever a payload does, it is the provider's mistake
                 self.payload_failed(exc, data)
 
+    def too_deep(self) -> None:
+        """The payload being handled nests deeper than ``max_depth`` plus the envelope's levels: a limit error."""
+        asm = self.asm
+        asm.limit_exceeded(f"a {self.provider} payload nests deeper than {asm.max_depth + ENVELOPE_DEPTH} levels "
+                           f"(max_depth {asm.max_depth} plus the envelope's {ENVELOPE_DEPTH})")
+
+    def deeper_than_allowed(self, data: Any) -> bool:
+        """True when ``data`` (a payload that did not decode, or a part of one) nests past the payload limit:
+        ``feed_payloads`` leaves short payloads to this check, made only once one fails."""
+        return isinstance(data, (bytes, str)) and json_depth_exceeds(data, self.asm.max_depth + ENVELOPE_DEPTH)
+
     def payload_failed(self, exc: Exception, data: bytes) -> None:
         """A payload made the codec fail in a way it did not foresee (a value of an unexpected type deep in
         it, text that is not UTF-8 …): a protocol error on the turn, never an exception for the caller."""
+        if self.deeper_than_allowed(data):
+            self.too_deep()
+            return
         _log.emit(_log.WARNING, "payload.failed", provider=self.provider, error=type(exc).__name__,
                   position=self.asm.position)
         self.asm.protocol_error(f"{self.provider} payload could not be understood ({type(exc).__name__}: "
@@ -314,6 +334,9 @@ class Codec:
         """A payload (or a part of one) that does not decode: a protocol error, or a cut when it is the last
         payload, taken from a line the stream ended inside."""
         asm = self.asm
+        if self.deeper_than_allowed(data):
+            self.too_deep()
+            return
         if asm.closing:
             # the last payload, taken from a line the stream ended inside: a cut, not garbage
             asm.stream_error(StreamError(type="stream_cut", message="the stream ended inside a payload"),
