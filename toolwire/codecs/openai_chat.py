@@ -262,6 +262,16 @@ class OpenAIChatCodec(Codec):
                 tcs = d.tool_calls
                 if tcs:
                     for tc in tcs:
+                        fn = tc.function
+                        # ``_tool_call``'s hot path, inlined (same test): a continuation fragment (no id, no
+                        # name) for an accumulating call at a known index
+                        if not whole and not tc.id and fn is not None and not fn.name and tc.index is not None:
+                            rec = st.by_index.get(tc.index)
+                            if rec is not None and rec.state is _ACC:
+                                args = fn.arguments
+                                if args:
+                                    rec.fragments.append(args if isinstance(args, str) else self.to_text(args))
+                                continue
                         self._tool_call(ch.index, st, tc, whole)
                 if d.content:
                     if isinstance(d.content, str):
