@@ -6,7 +6,8 @@ streams here are the generated ones of ``test_codec_gemini`` bent in every way t
 (several parts or candidates, a finish, a signature or an id on a continuation, text beside it, bad or clashing
 paths, usage that changes, is null or absent, errors, fragments with no call open …): both settings must give
 the same events after every chunk, the same Turn and the same replayed message byte for byte. The usage a turn
-keeps (decoded only when it changes) and ``read_usage`` are checked against their definitions.
+keeps (decoded only when it changes) and ``read_usage`` are checked against their definitions, the replayed
+parts against the parts as sent, and the replay's arguments are its own (editing ``call.args`` leaves it alone).
 """
 
 from __future__ import annotations
@@ -319,3 +320,24 @@ def test_replay_parts_are_the_parts_as_they_arrived():
     for turn in (toolwire.parse(P, data), toolwire.parse(P, array(*payloads)),
                  toolwire.parse(P, array(*payloads), format="json")):
         assert msgspec.json.encode(turn.assistant_message) == expected
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["whole", "streamed"])
+def test_editing_call_args_never_changes_the_replay(streamed):
+    """The replayed functionCall's args are the replay's own, for a whole call and for one streamed as
+    partialArgs (whose replay was once the call's own dict), in the turn's message and in each choice's."""
+    if streamed:
+        payloads = [chunk(start("f", id="c1")), chunk(partial(pa("$.a", "x", more=True))),
+                    chunk(partial(pa("$.a", "y"), pa("$.b", 1))), chunk(END),
+                    {"candidates": [chunk(text(""), finish="STOP")["candidates"][0], {"index": 1, "finishReason": "STOP"}]}]
+    else:
+        payloads = [{"candidates": [chunk(fc("f", {"a": "xy", "b": 1}, id="c1"), finish="STOP")["candidates"][0],
+                                    {"index": 1, "finishReason": "STOP"}]}]
+    turn = toolwire.parse(P, encode_sse(payloads)[0])
+    replayed = {"functionCall": {"name": "f", "id": "c1", "args": {"a": "xy", "b": 1}}}
+    assert turn.assistant_message["parts"] == [replayed]
+    turn.calls[0].args["a"] = "edited"
+    turn.assistant_message["parts"][0]["functionCall"]["args"]["b"] = 2
+    assert turn.calls[0].args == {"a": "edited", "b": 1}
+    assert turn.choices[0].assistant_message["parts"] == [replayed]
+    assert toolwire.encode_results(turn, [])[0]["parts"][0]["functionResponse"]["name"] == "f"

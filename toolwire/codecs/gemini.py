@@ -392,8 +392,10 @@ class _Streamed:
         fc = dict(part.get("functionCall") or {})
         fc.pop("willContinue", None)
         fc.pop("partialArgs", None)
-        args = self.rec.args
-        fc["args"] = args if isinstance(args, dict) else {}
+        rec = self.rec
+        # the arguments decoded again from the text they were decoded from: equal to the call's, but the
+        # replay's own (editing ``call.args`` never changes the replayed history)
+        fc["args"] = _ANY.decode(rec.raw) if isinstance(rec.args, dict) and rec.raw else {}
         part["functionCall"] = fc
         if self.signature is not None and "thoughtSignature" not in part:
             part["thoughtSignature"] = self.signature
