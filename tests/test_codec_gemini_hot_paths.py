@@ -341,3 +341,25 @@ def test_editing_call_args_never_changes_the_replay(streamed):
     assert turn.calls[0].args == {"a": "edited", "b": 1}
     assert turn.choices[0].assistant_message["parts"] == [replayed]
     assert toolwire.encode_results(turn, [])[0]["parts"][0]["functionResponse"]["name"] == "f"
+
+
+BAD_USAGE = [b'{"promptTokenCount": 1e999}', b'{"promptTokenCount": "\xff"}']
+
+
+@pytest.mark.parametrize("usage", BAD_USAGE, ids=["number_out_of_range", "not_utf8"])
+@pytest.mark.parametrize("fragment", [False, True], ids=["whole_call", "fragment"])
+def test_a_usage_that_does_not_decode_refuses_its_payload(usage, fragment):
+    """A usageMetadata that does not decode (decoded apart from the payload, and only when it changes) still
+    refuses its whole payload before anything in it is read, as when it was decoded with the payload: a protocol
+    error saying so, the usage before it kept, nothing of the payload applied; whole and in an array body."""
+    first = json.dumps(chunk(start("f", id="c1"), usageMetadata={"promptTokenCount": 1})).encode()
+    second = chunk(_frag("$.a", "x")) if fragment else chunk(fc("g", {"b": 1}, id="c2"), finish="STOP")
+    body = json.dumps(second).encode()[:-1] + b', "usageMetadata": ' + usage + b"}"
+    for data in (b"data: " + first + b"\r\n\r\ndata: " + body + b"\r\n\r\n", b"[" + first + b",\n" + body + b"]"):
+        turn = toolwire.parse(P, data)
+        assert turn.error.type == "protocol_error" and "payload could not be decoded" in turn.error.message
+        assert turn.usage == {"promptTokenCount": 1}
+        assert [(c.call_id, c.raw_arguments) for c in turn.calls] == [("c1", "")]
+    whole = toolwire.parse(P, b"[" + first + b",\n" + body + b"]", format="json")
+    assert whole.error.type == "protocol_error" and "payload could not be decoded" in whole.error.message
+    assert whole.usage is None and whole.calls == []

@@ -102,7 +102,7 @@ class _PromptFeedback(msgspec.Struct, rename="camel", gc=False):
 class _Response(msgspec.Struct, rename="camel", gc=False):
     candidates: Union[list[_Candidate], None] = None
     prompt_feedback: Union[_PromptFeedback, None] = None
-    usage_metadata: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)  # decoded when it changes
+    usage_metadata: Any = None
     model_version: Union[str, None] = None
     response_id: Union[str, None] = None
     error: Any = None
@@ -119,6 +119,10 @@ class _TypedCandidate(_Candidate, gc=False):
 
 class _TypedResponse(_Response, gc=False):
     candidates: Union[list[_TypedCandidate], None] = None
+    #: decoded as it arrived. Before the response is read, ``GeminiCodec.on_payload`` puts its value in its place
+    #: (as ``_Response`` holds it: None when absent or null), unless it is the one last decoded, whose value the
+    #: turn's usage is already: that one stays a ``Raw`` (present, nothing new). Each new one is decoded once.
+    usage_metadata: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
 
 
 #: the payload in one pass, parts typed (the usual case); a payload it refuses is decoded again with
@@ -126,24 +130,8 @@ class _TypedResponse(_Response, gc=False):
 _TYPED = msgspec.json.Decoder(Union[_TypedResponse, list[_TypedResponse]])
 _PAYLOAD = msgspec.json.Decoder(Union[_Response, list[_Response]])
 _PART = msgspec.json.Decoder(_Part)
-
-
-class _ReplayContent(msgspec.Struct, gc=False):
-    parts: Union[list[Any], None] = None
-
-
-class _ReplayCandidate(msgspec.Struct, gc=False):
-    content: Union[_ReplayContent, None] = None
-
-
-class _ReplayResponse(msgspec.Struct, gc=False):
-    candidates: Union[list[_ReplayCandidate], None] = None
-
-
-#: the parts of a payload ``_TYPED`` decoded, as new JSON values (for replay); everything else is skipped. It
-#: accepts whatever ``_TYPED`` accepts (its fields are those of ``_TypedResponse``, typed no more strictly)
-_REPLAY = msgspec.json.Decoder(Union[_ReplayResponse, list[_ReplayResponse]])
 _ANY = msgspec.json.Decoder()
+_RAW = msgspec.Raw
 _encode = msgspec.json.encode
 #: a ``usageMetadata`` that says nothing: absent, or null
 _NO_USAGE = (msgspec.Raw(), msgspec.Raw(b"null"))
@@ -319,15 +307,15 @@ def _part_bytes(ref: Any) -> bytes:
 
 def _part_value(ref: Any, docs: dict[int, Any]) -> dict[str, Any]:
     """The part as a new JSON object; ``docs`` keeps the payloads decoded so far (by ``id``), so the parts of one
-    payload cost one decoding (``_REPLAY``: the parts as JSON values, the rest of the payload skipped)."""
+    payload cost one decoding."""
     if type(ref) is not tuple:
         return _ANY.decode(ref)
     data, ri, ci, pi = ref
     doc = docs.get(id(data))
     if doc is None:
-        doc = docs[id(data)] = _REPLAY.decode(data)
+        doc = docs[id(data)] = _ANY.decode(data)
     resp = doc if ri < 0 else doc[ri]
-    return resp.candidates[ci].content.parts[pi]
+    return resp["candidates"][ci]["content"]["parts"][pi]
 
 
 # ---- per-candidate state ----------------------------------------------------------------------------------
@@ -470,22 +458,35 @@ class GeminiCodec(Codec):
         super().__init__()
         self._cands: dict[int, _Cand] = {}
         self._blocked = False
-        self._usage = msgspec.Raw()  # the last usageMetadata decoded, as it arrived
+        self._usage: msgspec.Raw | None = None  # the last usageMetadata decoded (not null), as it arrived
 
-    def _take_usage(self, raw: msgspec.Raw) -> None:
-        """A ``usageMetadata`` other than the last one decoded: its value is the turn's usage unless it is null.
-        (The usual stream repeats one object in every chunk: it is decoded once.)"""
-        self._usage = raw
+    def _usage_value(self, raw: msgspec.Raw) -> Any:
+        """The value of a ``usageMetadata`` other than the one last decoded (None when absent or null). Raises
+        ``msgspec.DecodeError`` as decoding it with the payload did (a number out of range, text that is not
+        UTF-8)."""
+        if raw in _NO_USAGE:
+            return None
         value = _ANY.decode(raw)
-        if value is not None:
-            self.asm.usage = value
+        self._usage = raw
+        return value
 
     # ---- payloads -------------------------------------------------------------------------------------
     def on_payload(self, event: str | None, data: bytes) -> None:
         asm = self.asm
         try:
             value = _TYPED.decode(data)
+            # what the usage says, before anything of the payload is read (a repeat of the one last decoded, the
+            # usual case, stays as it is: see ``_TypedResponse.usage_metadata``)
+            if type(value) is list:
+                for resp in value:
+                    if resp.usage_metadata != self._usage:
+                        resp.usage_metadata = self._usage_value(resp.usage_metadata)
+            elif value.usage_metadata != self._usage:
+                value.usage_metadata = self._usage_value(value.usage_metadata)
         except (msgspec.DecodeError, msgspec.ValidationError):
+            # (``_PAYLOAD`` decodes the usage as it decoded the whole payload, so it refuses a usage that does not
+            # decode as the payload then did)
+            self._usage = None  # its usage, if it has one, is decoded with it
             try:
                 value = _PAYLOAD.decode(data)  # parts as Raw: a part that does not decode is reported alone
             except (msgspec.DecodeError, msgspec.ValidationError) as exc:
@@ -522,12 +523,13 @@ class GeminiCodec(Codec):
                         st = self._cands.get(0 if cand.index is None else cand.index)
                         cur = None if st is None else st.open
                         if cur is not None:
-                            if value.response_id and asm.response_id is None:
+                            if asm.response_id is None and value.response_id:
                                 asm.response_id = value.response_id
-                            if value.model_version and asm.model is None:
+                            if asm.model is None and value.model_version:
                                 asm.model = value.model_version
-                            if value.usage_metadata and value.usage_metadata != self._usage:
-                                self._take_usage(value.usage_metadata)
+                            usage = value.usage_metadata
+                            if usage is not None and type(usage) is not _RAW:
+                                asm.usage = usage
                             pas = fc.partial_args
                             if len(pas) == 1:
                                 pa = pas[0]
@@ -550,7 +552,7 @@ class GeminiCodec(Codec):
             asm.stream_error(_error_from(resp.error))
             return True
         cands = resp.candidates
-        if cands is None and resp.prompt_feedback is None and resp.usage_metadata in _NO_USAGE \
+        if cands is None and resp.prompt_feedback is None and resp.usage_metadata is None \
                 and resp.response_id is None and resp.model_version is None:
             if _log.enabled(_log.DEBUG):
                 _log.emit(_log.DEBUG, "payload.skipped", provider=self.provider, reason="no known field",
@@ -560,8 +562,9 @@ class GeminiCodec(Codec):
             asm.response_id = resp.response_id
         if resp.model_version and asm.model is None:
             asm.model = resp.model_version
-        if resp.usage_metadata and resp.usage_metadata != self._usage:
-            self._take_usage(resp.usage_metadata)
+        usage = resp.usage_metadata
+        if usage is not None and type(usage) is not _RAW:  # (a Raw: the turn's usage already)
+            asm.usage = usage
         if cands:
             for pos, cand in enumerate(cands):
                 self._candidate(cand, pos, data, ri)
