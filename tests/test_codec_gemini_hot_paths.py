@@ -4,8 +4,9 @@
 call skip the per-response, per-candidate and per-part steps; off, every payload takes the general path. The
 streams here are the generated ones of ``test_codec_gemini`` bent in every way that should leave the hot path
 (several parts or candidates, a finish, a signature or an id on a continuation, text beside it, bad or clashing
-paths, usage that changes, is null or absent, errors, fragments with no call open …): both settings must give
-the same events after every chunk, the same Turn and the same replayed message byte for byte. The usage a turn
+paths, usage that changes, is null or absent, errors, fragments with no call open …), made-up streams of
+fragments among everything else a payload can carry, and a table of streams at the hot path's edges: both
+settings must give the same events after every chunk, the same Turn and the same replayed message byte for byte. The usage a turn
 keeps (decoded only when it changes) and ``read_usage`` are checked against their definitions, the replayed
 parts against the parts as sent, and the replay's arguments are its own (editing ``call.args`` leaves it alone).
 """
@@ -51,7 +52,7 @@ def bent_streams(draw) -> list[dict]:
     """Generated payloads, some of them bent (see the module docstring)."""
     payloads = copy.deepcopy(draw(gemini_streams()).payloads)
     out: list[dict] = []
-    for i, p in enumerate(payloads):
+    for p in payloads:
         how = draw(st.sampled_from(["keep"] * 6 + [
             "merge", "signature", "id", "finish", "text", "index", "second_candidate", "bad_path", "clash",
             "more_args", "no_more", "empty_name", "drop", "error", "start_again", "separator", "end"]))
