@@ -40,7 +40,7 @@ from msgspec import UNSET, UnsetType
 
 from .. import _log
 from ..types import CallState, FinishReason, ProblemCode, StreamError, TokenUsage
-from .base import Codec, count
+from .base import _MAX_COUNT, Codec
 from .capabilities import Capabilities, Limit, PERMANENT_STATUSES
 from .declare import gemini as _declarations
 from .dialect import Dialect
@@ -119,6 +119,10 @@ class _TypedCandidate(_Candidate, gc=False):
 
 class _TypedResponse(_Response, gc=False):
     candidates: Union[list[_TypedCandidate], None] = None
+    #: decoded as it arrived. Before the response is read, ``GeminiCodec.on_payload`` puts its value in its place
+    #: (as ``_Response`` holds it: None when absent or null), unless it is the one last decoded, whose value the
+    #: turn's usage is already: that one stays a ``Raw`` (present, nothing new). Each new one is decoded once.
+    usage_metadata: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
 
 
 #: the payload in one pass, parts typed (the usual case); a payload it refuses is decoded again with
@@ -127,7 +131,10 @@ _TYPED = msgspec.json.Decoder(Union[_TypedResponse, list[_TypedResponse]])
 _PAYLOAD = msgspec.json.Decoder(Union[_Response, list[_Response]])
 _PART = msgspec.json.Decoder(_Part)
 _ANY = msgspec.json.Decoder()
+_RAW = msgspec.Raw
 _encode = msgspec.json.encode
+#: a ``usageMetadata`` that says nothing: absent, or null
+_NO_USAGE = (msgspec.Raw(), msgspec.Raw(b"null"))
 
 _FINISH = {
     "STOP": FinishReason.STOP,
@@ -280,40 +287,35 @@ def _set(root: dict, path: str, value: Any) -> tuple[Any, str | int]:
 
 
 # ---- where a part is ---------------------------------------------------------------------------------------
-class _Ref:
-    """A part of a payload decoded in one pass: the payload and the part's place in it. The part is decoded
-    again only when it is needed as it arrived (replay, a diagnostic), so the usual path decodes each payload
-    once."""
-
-    __slots__ = ("data", "resp", "cand", "part")
-
-    def __init__(self, data: bytes, resp: int, cand: int, part: int) -> None:
-        self.data = data
-        self.resp = resp  # its response's position in a payload that is an array, else -1
-        self.cand = cand  # its candidate's position in ``candidates``
-        self.part = part  # its position in ``content.parts``
+# A part of a payload decoded in one pass is kept as the tuple ``(data, resp, cand, part)``: the payload, its
+# response's position in a payload that is an array (else -1), its candidate's position in ``candidates`` and its
+# position in ``content.parts``. The part is decoded again only when it is needed as it arrived (replay, a
+# diagnostic), so the usual path decodes each payload once. A part of a payload decoded with ``_PAYLOAD`` is kept
+# as its ``msgspec.Raw``.
 
 
 def _part_bytes(ref: Any) -> bytes:
     """The part's JSON text exactly as it arrived."""
-    if type(ref) is not _Ref:
+    if type(ref) is not tuple:
         return bytes(ref)
-    resp = _PAYLOAD.decode(ref.data)
-    if ref.resp >= 0:
-        resp = resp[ref.resp]
-    return bytes(resp.candidates[ref.cand].content.parts[ref.part])
+    data, ri, ci, pi = ref
+    resp = _PAYLOAD.decode(data)
+    if ri >= 0:
+        resp = resp[ri]
+    return bytes(resp.candidates[ci].content.parts[pi])
 
 
 def _part_value(ref: Any, docs: dict[int, Any]) -> dict[str, Any]:
     """The part as a new JSON object; ``docs`` keeps the payloads decoded so far (by ``id``), so the parts of one
     payload cost one decoding."""
-    if type(ref) is not _Ref:
+    if type(ref) is not tuple:
         return _ANY.decode(ref)
-    doc = docs.get(id(ref.data))
+    data, ri, ci, pi = ref
+    doc = docs.get(id(data))
     if doc is None:
-        doc = docs[id(ref.data)] = _ANY.decode(ref.data)
-    resp = doc if ref.resp < 0 else doc[ref.resp]
-    return resp["candidates"][ref.cand]["content"]["parts"][ref.part]
+        doc = docs[id(data)] = _ANY.decode(data)
+    resp = doc if ri < 0 else doc[ri]
+    return resp["candidates"][ci]["content"]["parts"][pi]
 
 
 # ---- per-candidate state ----------------------------------------------------------------------------------
@@ -323,13 +325,17 @@ class _Streamed:
     Consecutive string fragments of one path are kept in a list and joined once (when another path comes or
     the value is read), so a long string streamed in many fragments costs linear time."""
 
-    __slots__ = ("rec", "start", "_args", "_pending", "ended", "signature")
+    __slots__ = ("rec", "start", "_args", "path", "frags", "_node", "_key", "ended", "signature")
 
     def __init__(self, rec: Any, start: Any) -> None:
         self.rec = rec
         self.start = start
         self._args: dict[str, Any] = {}
-        self._pending: tuple[Any, str | int, list[str], str] | None = None  # (container, key, fragments, path)
+        # the string being streamed: its path, its fragments so far, and the container and key it is at
+        self.path: str | None = None
+        self.frags: list[str] = []
+        self._node: Any = None
+        self._key: str | int = ""
         self.ended = False  # its last part said no more would follow (functionCall.willContinue absent)
         self.signature: str | None = None  # a signature that arrived on a continuation part
 
@@ -337,12 +343,10 @@ class _Streamed:
         """Apply one part's ``partialArgs``. Raises ``JSONPathError``."""
         for pa in partial_args:
             path = pa.json_path
-            value: Any
-            if pa.string_value is not UNSET:
-                value = pa.string_value
-                pending = self._pending
-                if pending is not None and pending[3] == path:
-                    pending[2].append(value)  # the next fragment of the same string
+            value: Any = pa.string_value
+            if value is not UNSET:
+                if path == self.path:
+                    self.frags.append(value)  # the next fragment of the same string
                     continue
             elif pa.number_value is not UNSET:
                 value = pa.number_value
@@ -356,15 +360,14 @@ class _Streamed:
             self._flush()
             node, key = _set(self._args, path, value)
             if type(value) is str:
-                self._pending = (node, key, [value], path)
+                self.path, self.frags, self._node, self._key = path, [value], node, key
 
     def _flush(self) -> None:
-        pending = self._pending
-        if pending is not None:
-            self._pending = None
-            node, key, frags, _ = pending
+        if self.path is not None:
+            frags, node = self.frags, self._node
+            self.path, self.frags, self._node = None, [], None
             if len(frags) > 1:
-                node[key] = "".join(frags)
+                node[self._key] = "".join(frags)
 
     @property
     def args(self) -> dict[str, Any]:
@@ -377,8 +380,10 @@ class _Streamed:
         fc = dict(part.get("functionCall") or {})
         fc.pop("willContinue", None)
         fc.pop("partialArgs", None)
-        args = self.rec.args
-        fc["args"] = args if isinstance(args, dict) else {}
+        rec = self.rec
+        # the arguments decoded again from the text they were decoded from: equal to the call's, but the
+        # replay's own (editing ``call.args`` never changes the replayed history)
+        fc["args"] = _ANY.decode(rec.raw) if isinstance(rec.args, dict) and rec.raw else {}
         part["functionCall"] = fc
         if self.signature is not None and "thoughtSignature" not in part:
             part["thoughtSignature"] = self.signature
@@ -423,32 +428,65 @@ def _args_text(raw: msgspec.Raw) -> str | None:
     return data.decode()
 
 
+#: the ``usageMetadata`` counts ``read_usage`` reads, in the order it unpacks them
+_USAGE_KEYS = ("promptTokenCount", "toolUsePromptTokenCount", "candidatesTokenCount", "thoughtsTokenCount",
+               "cachedContentTokenCount")
+
+
 class GeminiCodec(Codec):
     provider = "gemini"
-
+    #: take the hot paths of a streamed call's fragments (False: the general path, which they must equal; a test
+    #: compares the two)
+    hot_paths = True
 
     @staticmethod
     def read_usage(raw: Mapping[str, Any]) -> TokenUsage | None:
         """``usageMetadata``: the prompt holds the cached content; tool-use prompts are input besides it, thoughts
         output besides the candidates."""
-        prompt = count(raw, "promptTokenCount")
+        # each key read once, as ``count`` reads it: a value that is not a non-negative int (a bool, a float, a
+        # string, a number too large) is not there; a sum is capped as ``count`` caps it
+        prompt, tool, cands, thoughts, cached = [v if type(v) is int and 0 <= v <= _MAX_COUNT else None
+                                                  for v in map(raw.get, _USAGE_KEYS)]
         return TokenUsage(
-            input_tokens=None if prompt is None else count(raw, "promptTokenCount", "toolUsePromptTokenCount"),
-            output_tokens=count(raw, "candidatesTokenCount", "thoughtsTokenCount"),
-            cache_read_input_tokens=count(raw, "cachedContentTokenCount"),
-            reasoning_output_tokens=count(raw, "thoughtsTokenCount"))
+            input_tokens=prompt if prompt is None or tool is None else min(_MAX_COUNT, prompt + tool),
+            output_tokens=thoughts if cands is None else cands if thoughts is None else min(_MAX_COUNT,
+                                                                                          cands + thoughts),
+            cache_read_input_tokens=cached,
+            reasoning_output_tokens=thoughts)
 
     def __init__(self) -> None:
         super().__init__()
         self._cands: dict[int, _Cand] = {}
         self._blocked = False
+        self._usage: msgspec.Raw | None = None  # the last usageMetadata decoded (not null), as it arrived
+
+    def _usage_value(self, raw: msgspec.Raw) -> Any:
+        """The value of a ``usageMetadata`` other than the one last decoded (None when absent or null). Raises
+        ``msgspec.DecodeError`` as decoding it with the payload did (a number out of range, text that is not
+        UTF-8)."""
+        if raw in _NO_USAGE:
+            return None
+        value = _ANY.decode(raw)
+        self._usage = raw
+        return value
 
     # ---- payloads -------------------------------------------------------------------------------------
     def on_payload(self, event: str | None, data: bytes) -> None:
         asm = self.asm
         try:
             value = _TYPED.decode(data)
+            # what the usage says, before anything of the payload is read (a repeat of the one last decoded, the
+            # usual case, stays as it is: see ``_TypedResponse.usage_metadata``)
+            if type(value) is list:
+                for resp in value:
+                    if resp.usage_metadata != self._usage:
+                        resp.usage_metadata = self._usage_value(resp.usage_metadata)
+            elif value.usage_metadata != self._usage:
+                value.usage_metadata = self._usage_value(value.usage_metadata)
         except (msgspec.DecodeError, msgspec.ValidationError):
+            # (``_PAYLOAD`` decodes the usage as it decoded the whole payload, so it refuses a usage that does not
+            # decode as the payload then did)
+            self._usage = None  # its usage, if it has one, is decoded with it
             try:
                 value = _PAYLOAD.decode(data)  # parts as Raw: a part that does not decode is reported alone
             except (msgspec.DecodeError, msgspec.ValidationError) as exc:
@@ -465,7 +503,45 @@ class GeminiCodec(Codec):
                 understood = self._response(resp, data, ri) or understood
             if not understood:
                 self.not_understood()  # no response of the array had a field Gemini sends
-        elif not self._response(value, data, -1):
+            return
+        cands = value.candidates
+        if cands is not None and len(cands) == 1 and self.hot_paths and value.error is None \
+                and type(value) is _TypedResponse:
+            # The hot path of a streamed call (Vertex): one candidate without a finish whose one part carries
+            # the next ``partialArgs`` of its open call, more to follow, and nothing else a part can say to a
+            # call (no name, id or signature). It does what ``_response`` and ``_candidate`` do for such a
+            # payload (the response's fields, then ``_continue``), without their calls.
+            cand = cands[0]
+            content = cand.content
+            if cand.finish_reason is None and content is not None:
+                parts = content.parts
+                if parts is not None and len(parts) == 1:
+                    part = parts[0]
+                    fc = part.function_call
+                    if fc is not None and fc.will_continue and fc.partial_args and fc.name is None \
+                            and fc.id is None and part.thought_signature is None:
+                        st = self._cands.get(0 if cand.index is None else cand.index)
+                        cur = None if st is None else st.open
+                        if cur is not None:
+                            if asm.response_id is None and value.response_id:
+                                asm.response_id = value.response_id
+                            if asm.model is None and value.model_version:
+                                asm.model = value.model_version
+                            usage = value.usage_metadata
+                            if usage is not None and type(usage) is not _RAW:
+                                asm.usage = usage
+                            pas = fc.partial_args
+                            if len(pas) == 1:
+                                pa = pas[0]
+                                if pa.json_path == cur.path and pa.string_value is not UNSET:
+                                    # the next fragment of the string being streamed: what ``_continue`` does
+                                    # with it (the call accumulates since the string's first fragment)
+                                    cur.frags.append(pa.string_value)
+                                    cur.ended = False
+                                    return
+                            self._continue(cur, pas, (data, -1, 0, 0))
+                            return
+        if not self._response(value, data, -1):
             self.not_understood()
 
     def _response(self, resp: _Response, data: bytes, ri: int) -> bool:
@@ -486,8 +562,9 @@ class GeminiCodec(Codec):
             asm.response_id = resp.response_id
         if resp.model_version and asm.model is None:
             asm.model = resp.model_version
-        if resp.usage_metadata is not None:
-            asm.usage = resp.usage_metadata
+        usage = resp.usage_metadata
+        if usage is not None and type(usage) is not _RAW:  # (a Raw: the turn's usage already)
+            asm.usage = usage
         if cands:
             for pos, cand in enumerate(cands):
                 self._candidate(cand, pos, data, ri)
@@ -517,34 +594,43 @@ class GeminiCodec(Codec):
                     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
                         asm.protocol_error(f"gemini part could not be decoded: {exc}", bytes(raw))
                         return
-                    ref: Any = raw
+                    self._part(st, part, raw)
                 else:
                     fc = part.function_call
-                    cur = st.open
-                    if fc is not None and cur is not None and fc.name is None and fc.id is None \
+                    if fc is None:
+                        self._part(st, part, (data, ri, pos, pi))
+                    elif st.open is not None and self.hot_paths and fc.name is None and fc.id is None \
                             and part.thought_signature is None and fc.partial_args and fc.will_continue:
                         # the hot path of a streamed call: a fragment of its arguments, more to follow
-                        rec = cur.rec
-                        if rec.state is _ANN:
-                            rec.receive()
-                        try:
-                            cur.apply(fc.partial_args)
-                        except JSONPathError as exc:
-                            asm.protocol_error(f"bad partialArgs for call {rec.call_id or rec.local_id}: {exc}",
-                                               _part_bytes(_Ref(data, ri, pos, pi)))
-                            return
-                        cur.ended = False
-                        continue
-                    ref = _Ref(data, ri, pos, pi)
-                self._part(st, part, ref)
+                        self._continue(st.open, fc.partial_args, (data, ri, pos, pi))
+                    else:
+                        self._function_call(st, part, fc, (data, ri, pos, pi))
                 if asm.failed:
                     return
-        finish = enum_name(cand.finish_reason, _FINISH_NUMBERS)
-        if finish:
-            self._finish(st, finish)
+        finish = cand.finish_reason
+        if finish is not None:
+            if type(finish) is not str:
+                finish = enum_name(finish, _FINISH_NUMBERS)
+            if finish:
+                self._finish(st, finish)
+
+    def _continue(self, cur: _Streamed, partial_args: list[_PartialArg], ref: tuple) -> None:
+        """A continuation part with ``partialArgs`` and more to follow, which says nothing else to the call (no
+        name, id or signature): what ``_function_call`` does with it."""
+        rec = cur.rec
+        if rec.state is _ANN:
+            rec.receive()
+        try:
+            cur.apply(partial_args)
+        except JSONPathError as exc:
+            self.asm.protocol_error(f"bad partialArgs for call {rec.call_id or rec.local_id}: {exc}",
+                                    _part_bytes(ref))
+            return
+        cur.ended = False
 
     def _part(self, st: _Cand, part: _Part, ref: Any) -> None:
-        """One decoded part; ``ref`` is where it is (``Raw``, or a ``_Ref`` to its payload), kept for replay."""
+        """One decoded part; ``ref`` is where it is (``Raw``, or a tuple locating it in its payload), kept for
+        replay."""
         asm = self.asm
         fc = part.function_call
         if fc is not None:
@@ -695,7 +781,10 @@ class GeminiCodec(Codec):
     def ended(self) -> bool:
         """Every candidate got its finishReason, or the prompt was blocked before any candidate."""
         if self._cands:
-            return all(st.finished for st in self._cands.values())
+            for st in self._cands.values():
+                if not st.finished:
+                    return False
+            return True
         return self._blocked
 
     def assistant_message(self) -> Any:
