@@ -13,6 +13,7 @@ transition points it at the right one. ``append`` is the checked path of a recor
 from __future__ import annotations
 
 import weakref
+from itertools import starmap
 from typing import Any
 
 from transitions import MachineError
@@ -40,10 +41,15 @@ class _Checked:
             rec.checked_append(fragment)
 
 _ACCUMULATING = CallState.ACCUMULATING
+_ANNOUNCED = CallState.ANNOUNCED  # (a member read through its class costs ~60 ns on CPython 3.11)
 _EVENTS = MACHINE.events
 #: per trigger: its ``transitions`` Event's ``trigger`` and its name (``Enum.value`` is a property, slow to read)
 _FIRE = {t: (MACHINE.events[t.value].trigger, t.value) for t in Trigger}
+_RECEIVE, _FINISH, _TRUNCATE, _FAIL = (_FIRE[t] for t in (Trigger.RECEIVE, Trigger.FINISH, Trigger.TRUNCATE,
+                                                          Trigger.FAIL))
+_REJECT, _DISPATCH, _ANSWER = (_FIRE[t] for t in (Trigger.REJECT, Trigger.DISPATCH, Trigger.ANSWER))
 _debug_enabled = _log.stdlib_logger.isEnabledFor
+_DEBUG = _log.DEBUG
 
 
 class Step(tuple):
@@ -59,6 +65,9 @@ class Step(tuple):
     src = property(lambda self: self[1])
     dst = property(lambda self: self[2])
     position = property(lambda self: self[3])
+
+
+_new_tuple = tuple.__new__  # ``Step(...)`` without the Python-level ``__new__`` frame: the same tuple
 
 
 class CallRecord:
@@ -153,13 +162,14 @@ class CallRecord:
         if self.state is _ACCUMULATING:
             self.frags.append(fragment)
         else:
-            self._trigger(Trigger.RECEIVE)
+            self._trigger(_RECEIVE)
             self.frags.append(fragment)
 
     # ---- triggers -------------------------------------------------------------------------------------
-    def _trigger(self, trigger: Trigger) -> None:
+    def _trigger(self, fire_name: tuple[Any, str]) -> None:
+        """Fire one trigger (``fire_name``: its ``transitions`` Event's ``trigger`` and its name, from ``_FIRE``)."""
         src = self.state
-        fire, name = _FIRE[trigger]
+        fire, name = fire_name
         try:
             fire(self)
         except MachineError:
@@ -170,40 +180,41 @@ class CallRecord:
         dst = self.state
         self.fragments = self.frags if dst is _ACCUMULATING else self._guard
         pos = self.position_of() if self.position_of is not None else None
-        self.history.append(Step(name, src, dst, pos))
-        if _debug_enabled(_log.DEBUG):
+        self.history.append(_new_tuple(Step, (name, src, dst, pos)))
+        if _debug_enabled(_DEBUG):
             _log.emit(_log.DEBUG, "call.transition", provider=self.provider, call_id=self.call_id,
                       local_id=self.local_id, name=self.name, src=src.value, dst=dst.value,
                       trigger=name, position=pos)
 
     def receive(self) -> None:
-        self._trigger(Trigger.RECEIVE)
+        self._trigger(_RECEIVE)
 
     def finish(self) -> None:
-        self._trigger(Trigger.FINISH)
+        self._trigger(_FINISH)
 
     def truncate(self, code: ProblemCode, message: str) -> None:
-        self._trigger(Trigger.TRUNCATE)
+        self._trigger(_TRUNCATE)
         self.problem = Problem(code, message)
 
     def fail(self, code: ProblemCode, message: str) -> None:
-        self._trigger(Trigger.FAIL)
+        self._trigger(_FAIL)
         self.problem = Problem(code, message)
 
     def reject(self) -> None:
-        self._trigger(Trigger.REJECT)
+        self._trigger(_REJECT)
 
     def dispatch(self) -> None:
-        self._trigger(Trigger.DISPATCH)
+        self._trigger(_DISPATCH)
 
     def answer(self) -> None:
-        self._trigger(Trigger.ANSWER)
+        self._trigger(_ANSWER)
 
     # ---- views ----------------------------------------------------------------------------------------
     @property
     def is_open(self) -> bool:
         """True while the call can still receive fragments (announced or accumulating)."""
-        return self.state is _ACCUMULATING or self.state is CallState.ANNOUNCED
+        state = self.state
+        return state is _ACCUMULATING or state is _ANNOUNCED
 
     def text(self) -> str:
         """The argument text received so far (fragments joined, or the whole initial value)."""
@@ -216,13 +227,15 @@ class CallRecord:
         MACHINE.remove_model(self)
 
     def to_call(self) -> ToolCall:
-        raw = self.raw if self.state is not CallState.ANNOUNCED and self.state is not _ACCUMULATING else self.text()
+        state = self.state
+        raw = self.raw if state is not _ANNOUNCED and state is not _ACCUMULATING else self.text()
+        args = self.args
         return ToolCall(
             provider=self.provider, local_id=self.local_id, call_id=self.call_id, index=self.index,
-            name=self.name, kind=self.kind, args=self.args if isinstance(self.args, dict) else None,
-            raw_arguments=raw, state=self.state, problem=self.problem, choice=self.choice,
+            name=self.name, kind=self.kind, args=args if isinstance(args, dict) else None,
+            raw_arguments=raw, state=state, problem=self.problem, choice=self.choice,
             provider_meta=dict(self.meta),
-            history=[Transition(t, a, b, p) for t, a, b, p in self.history],
+            history=list(starmap(Transition, self.history)),  # each Step is (trigger, src, dst, position)
             announced_at=self.announced_at,
         )
 

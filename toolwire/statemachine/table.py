@@ -116,6 +116,28 @@ class _CallTransition(Transition):
             self._change_state(event_data)
         return True
 
+    #: (machine, source State, destination State), resolved once when the shared Machine is built (``_build``)
+    resolved: tuple | None = None
+
+    def _change_state(self, event_data) -> None:
+        """``Transition._change_state`` with the source and destination States resolved once: it looks each up by
+        name every time (``get_state`` three times, a fourth through ``EventData.update``, and ``set_state``
+        wraps the model in a list to set one attribute). The same steps in the same order: exit the source, set
+        the model's state to the destination's value, point the event data at the destination, enter it, and the
+        machine's ``on_final`` callbacks when it is final."""
+        resolved = self.resolved
+        machine = event_data.machine
+        if resolved is None or resolved[0] is not machine:
+            Transition._change_state(self, event_data)
+            return
+        _, src, dst = resolved
+        src.exit(event_data)
+        setattr(event_data.model, machine.model_attribute, dst.value)
+        event_data.state = dst
+        dst.enter(event_data)
+        if dst.final:
+            machine.callbacks(machine.on_final, event_data)
+
 
 class _SharedMachine(Machine):
     """A ``Machine`` whose models define their trigger methods themselves.
@@ -131,6 +153,7 @@ class _SharedMachine(Machine):
     state_cls = _CallStateObj
     transition_cls = _CallTransition
     _by_member: dict = {}
+    _initial_state: State | None = None
 
     def get_state(self, state):
         if type(state) is CallState:
@@ -139,8 +162,20 @@ class _SharedMachine(Machine):
                 return found
         return Machine.get_state(self, state)
 
+    def get_model_state(self, model):
+        # ``Machine.get_model_state``: ``get_state`` of the model's state attribute, here without the extra call
+        state = getattr(model, self.model_attribute)
+        if type(state) is CallState:
+            found = self._by_member.get(state)
+            if found is not None:
+                return found
+        return Machine.get_state(self, state)
+
     def add_model(self, model, initial=None):  # noqa: D401 - same contract as Machine.add_model
-        self.set_state(self.initial if initial is None else initial, model=model)
+        # ``set_state(state, model=model)`` for one model: the State's value on the model's state attribute (the
+        # initial State is found once, in ``_build``, instead of by name for every call)
+        state = self._initial_state if initial is None else self.get_state(initial)
+        setattr(model, self.model_attribute, state.value)
         self.models[model] = None
 
     def remove_model(self, model):
@@ -161,6 +196,11 @@ def _build() -> _SharedMachine:
     # O(1) add and remove for many calls in flight; weak, so a parser dropped without close() leaks nothing
     m.models = weakref.WeakKeyDictionary()
     m._by_member = {member: m.states[member.name] for member in CallState}
+    m._initial_state = m.get_state(m.initial)
+    for event in m.events.values():
+        for transitions in event.transitions.values():
+            for tr in transitions:
+                tr.resolved = (m, m.get_state(tr.source), m.get_state(tr.dest) if tr.dest else None)
     return m
 
 
