@@ -1,0 +1,190 @@
+"""The shortcuts taken for the fixed cost of a turn and of a call give what the general paths give.
+
+* A call transition's state change (``_CallTransition._change_state``, States resolved once) against
+  ``transitions``' own ``Transition._change_state``, on every pair of the table and on random trigger sequences;
+  state callbacks and ``on_final`` still run.
+* ``StreamParser``'s one-test check of its limits against the check of each limit.
+* ``feed`` of a chunk that is not exactly ``bytes`` against the same bytes.
+* ``usage_from`` of a mapping that is not a dict against the same dict.
+"""
+
+from __future__ import annotations
+
+import enum
+import types
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from transitions import Transition
+
+import toolwire
+from toolwire.codecs import codec_for
+from toolwire.codecs.base import usage_from
+from toolwire.errors import InvalidTransition, UsageError
+from toolwire.statemachine import table
+from toolwire.statemachine.call import CallRecord
+from toolwire.statemachine.table import MACHINE, Trigger
+from toolwire.types import CallState, ProblemCode
+
+S = CallState
+
+
+def _fire(rec: CallRecord, trigger: Trigger) -> str:
+    """Fire ``trigger`` on ``rec``; the outcome as text (``ok`` or the invalid transition)."""
+    method = getattr(rec, trigger.value)
+    try:
+        if trigger in (Trigger.TRUNCATE, Trigger.FAIL):
+            method(ProblemCode.STREAM_CUT, "cut")
+        else:
+            method()
+    except InvalidTransition as exc:
+        return f"invalid {exc}"
+    return "ok"
+
+
+def _run(triggers: list[Trigger]) -> tuple:
+    rec = CallRecord(provider="test", local_id="tw-0", call_id="c", name="f")
+    try:
+        outcomes = [_fire(rec, t) for t in triggers]
+        return outcomes, rec.state, list(rec.history), rec.fragments is rec.frags
+    finally:
+        rec.release()
+
+
+@pytest.fixture
+def transitions_own_change_state(monkeypatch):
+    """The call machine with ``transitions``' own ``Transition._change_state``."""
+    monkeypatch.setattr(table._CallTransition, "_change_state", Transition._change_state)
+
+
+def test_every_transition_is_resolved_to_the_machines_states():
+    for event in MACHINE.events.values():
+        for transitions in event.transitions.values():
+            for tr in transitions:
+                machine, src, dst = tr.resolved
+                assert machine is MACHINE
+                assert src is MACHINE.get_state(tr.source)
+                assert dst is (MACHINE.get_state(tr.dest) if tr.dest else None)
+
+
+SEQUENCES = [[t] for t in Trigger] + [[a, b] for a in Trigger for b in Trigger] + [
+    [Trigger.RECEIVE, Trigger.RECEIVE, Trigger.FINISH, Trigger.DISPATCH, Trigger.ANSWER, Trigger.ANSWER],
+    [Trigger.FINISH, Trigger.REJECT, Trigger.ANSWER, Trigger.RECEIVE],
+]
+
+
+def test_resolved_state_change_gives_what_transitions_own_gives(monkeypatch):
+    fast = [_run(seq) for seq in SEQUENCES]
+    monkeypatch.setattr(table._CallTransition, "_change_state", Transition._change_state)
+    assert [_run(seq) for seq in SEQUENCES] == fast
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(list(Trigger)), max_size=8))
+def test_random_trigger_sequences_agree_with_transitions_own_state_change(seq):
+    fast = _run(seq)
+    original = table._CallTransition._change_state
+    table._CallTransition._change_state = Transition._change_state
+    try:
+        general = _run(seq)
+    finally:
+        table._CallTransition._change_state = original
+    assert fast == general
+
+
+def test_state_callbacks_and_on_final_still_run():
+    seen = []
+    announced, complete = MACHINE.get_state(S.ANNOUNCED), MACHINE.get_state(S.COMPLETE)
+    saved = (announced.on_exit, complete.on_enter, complete.final, MACHINE.on_final)
+    announced.on_exit = [lambda *a: seen.append(("exit", MACHINE.get_state(S.ANNOUNCED) is announced))]
+    complete.on_enter = [lambda *a: seen.append(("enter", rec.state))]
+    complete.final = True
+    MACHINE.on_final = [lambda *a: seen.append(("final", rec.state))]
+    rec = CallRecord(provider="test", local_id="tw-0", call_id="c", name="f")
+    try:
+        rec.finish()
+    finally:
+        announced.on_exit, complete.on_enter, complete.final, MACHINE.on_final = saved
+        rec.release()
+    assert seen == [("exit", True), ("enter", S.COMPLETE), ("final", S.COMPLETE)]
+
+
+def test_add_model_sets_the_initial_state_or_the_one_given():
+    class Model:
+        state = None
+
+    fresh, resumed = Model(), Model()
+    MACHINE.add_model(fresh)
+    MACHINE.add_model(resumed, initial=S.DISPATCHED)
+    try:
+        assert fresh.state is S.ANNOUNCED and resumed.state is S.DISPATCHED
+        assert MACHINE.get_model_state(resumed) is MACHINE.get_state(S.DISPATCHED)
+    finally:
+        MACHINE.remove_model(fresh)
+        MACHINE.remove_model(resumed)
+
+
+# ---- the parser's limits ----------------------------------------------------------------------------------
+LIMITS = ("max_message_bytes", "max_depth", "max_argument_chars", "max_calls")
+
+
+class Size(enum.IntEnum):
+    TEN = 10
+
+
+@pytest.mark.parametrize("name", LIMITS)
+@pytest.mark.parametrize("value", [0, -1, True, False, 1.5, "3", None, 10.0])
+def test_a_limit_that_is_not_an_int_of_at_least_one_is_refused(name, value):
+    with pytest.raises(UsageError, match=rf"^{name} must be an int >= 1, got {value!r}$"):
+        toolwire.StreamParser("openai-chat", **{name: value})
+
+
+def test_the_first_bad_limit_in_order_is_named():
+    with pytest.raises(UsageError, match="^max_depth must"):
+        toolwire.StreamParser("openai-chat", max_depth=0, max_calls=0)
+
+
+@pytest.mark.parametrize("value", [1, Size.TEN, 2 ** 70])
+def test_int_limits_including_int_subclasses_are_taken(value):
+    parser = toolwire.StreamParser("openai-chat", max_message_bytes=value, max_depth=value,
+                                   max_argument_chars=value, max_calls=value)
+    asm = parser._codec.asm
+    assert (parser._max, asm.max_depth, asm.max_argument_chars, asm.max_calls) == (value,) * 4
+
+
+# ---- chunks and usage objects -----------------------------------------------------------------------------
+CHAT = (b'data: {"id":"r","model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1",'
+        b'"type":"function","function":{"name":"f","arguments":"{\\"a\\": 1}"}}]}}]}\n\n'
+        b'data: {"id":"r","model":"m","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}\n\n'
+        b'data: [DONE]\n\n')
+
+
+class Chunk(bytes):
+    pass
+
+
+def _events(convert) -> list:
+    parser = toolwire.StreamParser("openai-chat")
+    events = []
+    for i in range(0, len(CHAT), 37):
+        events += parser.feed(convert(CHAT[i:i + 37]))
+    return events + parser.close()
+
+
+@pytest.mark.parametrize("convert", [bytearray, memoryview, Chunk, lambda b: b.decode("utf-8")],
+                         ids=["bytearray", "memoryview", "bytes-subclass", "str"])
+def test_chunks_of_any_accepted_type_give_the_events_bytes_give(convert):
+    expected = _events(bytes)
+    assert expected[-1].turn.calls[0].args == {"a": 1}
+    assert _events(convert) == expected
+
+
+@pytest.mark.parametrize("provider, raw", [
+    ("openai-chat", {"prompt_tokens": 5, "completion_tokens": 2}),
+    ("gemini", {"promptTokenCount": 7, "candidatesTokenCount": 3}),
+    ("anthropic", {"input_tokens": 20, "cache_read_input_tokens": 70, "output_tokens": 9}),
+])
+def test_a_mapping_that_is_not_a_dict_reads_as_the_dict(provider, raw):
+    read = codec_for(provider).read_usage
+    assert usage_from(types.MappingProxyType(raw), read) == usage_from(raw, read) is not None
