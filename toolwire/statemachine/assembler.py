@@ -23,7 +23,7 @@ Codecs (one per dialect) translate wire events into calls on this object: ``open
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 import msgspec
 
@@ -196,7 +196,6 @@ class Assembler:
         self.understood = 0  # payloads recognised as this dialect's
         self.closing = False  # payloads now come from the input's unterminated end
         self._count: dict[int, int] = {}
-        self.position_of: Callable[[], int] = lambda: self.position
 
     # ---- calls ----------------------------------------------------------------------------------------
     def open_call(self, *, call_id: str | None, name: str | None, kind: CallKind = CallKind.FUNCTION,
@@ -211,8 +210,7 @@ class Assembler:
         counts[choice] = index + 1
         rec = CallRecord(provider=self.provider, local_id=f"tw-{n}", call_id=call_id or None, name=name or None,
                          kind=kind, index=index, choice=choice, server=server, server_type=server_type,
-                         meta=meta, position_of=self.position_of)
-        rec.owner = self
+                         meta=meta, owner=self)
         if initial is not None and initial.strip() not in _PLACEHOLDERS:
             rec.initial = initial
         if self.keep_calls:
@@ -532,11 +530,19 @@ class Assembler:
         )
 
     def release(self) -> None:
-        """Detach every call from the shared Machine (called once the stream is closed)."""
+        """Detach every call from the shared Machine (called once the stream is closed) and from this assembler:
+        nothing is parsed any more, and without the record's reference back (``owner``) the turn's records and
+        the assembler hold no reference cycle, so they are freed as soon as the parser is, not by a later pass of
+        the garbage collector."""
         for rec in self._open.values():
             rec.release()
+            rec.owner = None
         for rec in self.records:
             rec.release()
+            rec.owner = None
+        for _, rec in self._last.values():  # (in streaming mode, a choice's last item may be a forgotten call)
+            if rec is not None:
+                rec.owner = None
         if not self.records or not _log.enabled(_log.INFO):
             return
         for rec in self.records:

@@ -82,7 +82,7 @@ class CallRecord:
     def __init__(self, *, provider: str, local_id: str, call_id: str | None, name: str | None,
                  kind: CallKind = CallKind.FUNCTION, index: int = 0, choice: int = 0, server: bool = False,
                  server_type: str | None = None, meta: dict[str, Any] | None = None,
-                 position_of=None) -> None:
+                 position_of=None, owner: Any = None) -> None:
         self.provider = provider
         self.local_id = local_id
         self.call_id = call_id
@@ -101,12 +101,16 @@ class CallRecord:
         self.meta: dict[str, Any] = meta if meta is not None else {}
         self.history: list[Step] = []
         self.emitted = 0  # fragments already reported in an ArgumentsReceived event
-        self.position_of = position_of  # callable giving the current payload number
+        self.position_of = position_of  # callable giving the current payload number (without an owner)
         self.alias_ids: list[str] | None = None
-        self.announced_at = position_of() if position_of is not None else None
         self.nchars = 0  # argument characters reported so far (checked against the turn's limit)
-        #: the assembler whose ``append_or_fail`` is the checked path (None: ``append``)
-        self.owner: Any = None
+        #: the assembler the call belongs to while its stream is parsed: its ``append_or_fail`` is the checked
+        #: path (None: ``append``) and its ``position`` numbers the transitions (None: ``position_of``)
+        self.owner: Any = owner
+        if owner is not None:
+            self.announced_at: int | None = owner.position
+        else:
+            self.announced_at = position_of() if position_of is not None else None
         self._guard = _Checked(self)
         #: where a codec appends a fragment: the list while accumulating, the guard otherwise
         self.fragments: Any = self._guard
@@ -179,7 +183,11 @@ class CallRecord:
                                     trigger=name) from None
         dst = self.state
         self.fragments = self.frags if dst is _ACCUMULATING else self._guard
-        pos = self.position_of() if self.position_of is not None else None
+        owner = self.owner
+        if owner is not None:
+            pos = owner.position
+        else:
+            pos = self.position_of() if self.position_of is not None else None
         self.history.append(_new_tuple(Step, (name, src, dst, pos)))
         if _debug_enabled(_DEBUG):
             _log.emit(_log.DEBUG, "call.transition", provider=self.provider, call_id=self.call_id,
