@@ -66,10 +66,11 @@ def test_every_transition_is_resolved_to_the_machines_states():
     for event in MACHINE.events.values():
         for transitions in event.transitions.values():
             for tr in transitions:
-                machine, src, dst = tr.resolved
+                machine, src, dst, value = tr.resolved
                 assert machine is MACHINE
                 assert src is MACHINE.get_state(tr.source)
                 assert dst is (MACHINE.get_state(tr.dest) if tr.dest else None)
+                assert value == (dst.value if dst is not None else None)
 
 
 SEQUENCES = [[t] for t in Trigger] + [[a, b] for a in Trigger for b in Trigger] + [
@@ -112,6 +113,32 @@ def test_state_callbacks_and_on_final_still_run():
         announced.on_exit, complete.on_enter, complete.final, MACHINE.on_final = saved
         rec.release()
     assert seen == [("exit", True), ("enter", S.COMPLETE), ("final", S.COMPLETE)]
+
+
+def _transitions_log_lines() -> list[str]:
+    import logging
+
+    logger = logging.getLogger("transitions.core")
+    lines: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: lines.append(record.getMessage())
+    saved = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        _run([Trigger.RECEIVE, Trigger.FINISH, Trigger.DISPATCH])
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(saved)
+    return lines
+
+
+def test_transitions_info_lines_are_written_as_transitions_own_state_change_writes_them(monkeypatch):
+    fast = _transitions_log_lines()
+    assert "Finished processing state COMPLETE enter callbacks." in fast
+    assert "Finished processing state ANNOUNCED exit callbacks." in fast
+    monkeypatch.setattr(table._CallTransition, "_change_state", Transition._change_state)
+    assert _transitions_log_lines() == fast
 
 
 def test_add_model_sets_the_initial_state_or_the_one_given():

@@ -116,7 +116,7 @@ class _CallTransition(Transition):
             self._change_state(event_data)
         return True
 
-    #: (machine, source State, destination State), resolved once when the shared Machine is built (``_build``)
+    #: (machine, source State, destination State, its value), resolved once when the shared Machine is built
     resolved: tuple | None = None
 
     def _change_state(self, event_data) -> None:
@@ -130,11 +130,16 @@ class _CallTransition(Transition):
         if resolved is None or resolved[0] is not machine:
             Transition._change_state(self, event_data)
             return
-        _, src, dst = resolved
-        src.exit(event_data)
-        setattr(event_data.model, machine.model_attribute, dst.value)
+        _, src, dst, value = resolved
+        # ``exit`` and ``enter`` do nothing without callbacks when transitions' logger drops info lines (see
+        # ``_CallStateObj``): that is asked once here, and nothing runs between the two that could change it
+        quiet = not src.on_exit and not dst.on_enter and not _TRANSITIONS_LOG.isEnabledFor(logging.INFO)
+        if not quiet:
+            src.exit(event_data)
+        setattr(event_data.model, machine.model_attribute, value)
         event_data.state = dst
-        dst.enter(event_data)
+        if not quiet:
+            dst.enter(event_data)
         if dst.final:
             machine.callbacks(machine.on_final, event_data)
 
@@ -200,7 +205,8 @@ def _build() -> _SharedMachine:
     for event in m.events.values():
         for transitions in event.transitions.values():
             for tr in transitions:
-                tr.resolved = (m, m.get_state(tr.source), m.get_state(tr.dest) if tr.dest else None)
+                dst = m.get_state(tr.dest) if tr.dest else None
+                tr.resolved = (m, m.get_state(tr.source), dst, dst.value if dst is not None else None)
     return m
 
 
