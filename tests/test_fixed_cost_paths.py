@@ -27,7 +27,7 @@ from toolwire.errors import FramingError, InvalidTransition, UsageError
 from toolwire.statemachine import table
 from toolwire.statemachine.call import CallRecord
 from toolwire.statemachine.table import MACHINE, Trigger
-from toolwire.types import CallState, ProblemCode
+from toolwire.types import CallState, Problem, ProblemCode
 
 from .dialects import REGISTERED, adapter
 
@@ -260,3 +260,29 @@ def test_positions_are_the_owner_assemblers_and_a_released_record_keeps_its_hist
     assert [(t.trigger, t.position) for t in call.history] == [("receive", 1), ("finish", 2)]
     assert rec.owner is None
     assert [tuple(s) for s in rec.history] == [(t.trigger, t.src, t.dst, t.position) for t in call.history]
+
+
+# ---- the argument limits at a call's terminator -----------------------------------------------------------
+@settings(max_examples=300, deadline=None)
+@given(raw=st.text(alphabet='[]{}"ab:,1 \\\\', min_size=1, max_size=40), custom=st.booleans(),
+       max_depth=st.integers(1, 6), max_chars=st.integers(1, 45))
+def test_the_limits_at_completion_are_those_of_over_limits(raw, custom, max_depth, max_chars):
+    """``complete`` skips ``_over_limits`` for arguments no longer than allowed with no more opening brackets than
+    levels (free text: any no longer than allowed); the call ends over a limit exactly when the general rule
+    (``_over_limits`` for JSON arguments, the length alone for free text) says so, with its message."""
+    from toolwire.statemachine.assembler import Assembler
+    from toolwire.types import CallKind
+
+    asm = Assembler("openai-responses")
+    asm.max_depth, asm.max_argument_chars = max_depth, max_chars
+    rec = asm.open_call(call_id="c", name="f", kind=CallKind.CUSTOM if custom else CallKind.FUNCTION)
+    rec.initial = raw
+    expected = asm._over_limits(rec, raw) if not custom or len(raw) > max_chars else None
+    asm.complete(rec)
+    if expected is None:
+        assert rec.state is S.COMPLETE and (rec.problem is None or rec.problem.code is not ProblemCode.LIMIT_EXCEEDED)
+        assert asm.error is None
+    else:
+        assert rec.state is S.TRUNCATED and rec.problem == Problem(ProblemCode.LIMIT_EXCEEDED, expected)
+        assert asm.error.type == "limit_exceeded" and asm.error.message == expected
+    asm.release()

@@ -216,7 +216,8 @@ class Assembler:
         if self.keep_calls:
             self.records.append(rec)
         if not server:
-            self.choice(choice).calls += 1
+            st = self.choices.get(choice)
+            (st if st is not None else self.choice(choice)).calls += 1
         self._open[id(rec)] = rec
         self.events.append(CallAnnounced(local_id=rec.local_id, call_id=rec.call_id, name=rec.name,
                                          kind=kind, index=index, choice=choice))
@@ -257,8 +258,12 @@ class Assembler:
                 return
             raw = final
         rec.raw = raw
-        over = self._over_limits(rec, raw) if rec.kind is not _CUSTOM or len(raw) > self.max_argument_chars \
-            else None
+        if len(raw) <= self.max_argument_chars and (
+                rec.kind is _CUSTOM  # free text: only its length is limited
+                or raw.count("[") + raw.count("{") <= self.max_depth):  # json_depth_exceeds' own first test
+            over = None
+        else:
+            over = self._over_limits(rec, raw)
         if over is not None:
             rec.args = None
             rec.truncate(ProblemCode.LIMIT_EXCEEDED, over)
