@@ -286,3 +286,36 @@ def test_the_limits_at_completion_are_those_of_over_limits(raw, custom, max_dept
         assert rec.state is S.TRUNCATED and rec.problem == Problem(ProblemCode.LIMIT_EXCEEDED, expected)
         assert asm.error.type == "limit_exceeded" and asm.error.message == expected
     asm.release()
+
+
+# ---- close ------------------------------------------------------------------------------------------------
+WHOLE = b'{"id":"x","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}'
+
+
+@pytest.mark.parametrize("data", [WHOLE[:-3], b"[" + WHOLE + b", " + WHOLE[:20], WHOLE + b"\n" + WHOLE[:9]],
+                         ids=["cut-value", "cut-array", "cut-second-value"])
+def test_json_values_that_end_inside_a_value_are_a_protocol_error(data):
+    """``close`` asks the JSON-values framer whether a value was still open (before closing it): the turn then
+    records a protocol error, whatever came before."""
+    turn = toolwire.parse("openai-chat", data)
+    assert turn.error is not None and turn.error.type == "protocol_error"
+    assert turn.error.message == "the input ended inside a JSON value"
+
+
+@pytest.mark.parametrize("fmt", ["auto", "json", "jsonl", "sse"])
+def test_whole_input_ends_with_no_protocol_error(fmt):
+    data = WHOLE if fmt != "sse" else b"data: " + WHOLE + b"\n\n"
+    parser = toolwire.StreamParser("openai-chat", format=fmt)
+    events = parser.feed(data) + parser.close()
+    assert isinstance(events[-1], toolwire.TurnFinished) and events[-1].turn is parser.turn
+    assert parser.turn.error is None and parser.turn.finished_cleanly
+
+
+def test_close_returns_the_events_of_input_auto_could_not_place_yet_then_the_end():
+    """``auto`` with a dialect whose binary framing can tell itself from the first bytes: input too short to tell
+    is parsed at close, and its events come before the turn's last ones."""
+    parser = toolwire.StreamParser("bedrock-converse", format="auto")
+    assert parser.feed(b'{"x":1}') == []  # too short to tell
+    failed, finished = parser.close()
+    assert isinstance(failed, toolwire.StreamFailed) and failed.error.raw == '{"x":1}'
+    assert isinstance(finished, toolwire.TurnFinished) and finished.turn.error == failed.error

@@ -189,7 +189,8 @@ class StreamParser:
             early = self.feed(head)
             framer = self._framer
         if framer is not None:
-            pending = getattr(framer, "has_pending", False)
+            values = type(framer) is JSONValuesDecoder
+            pending = values and framer.has_pending  # (asked before close() takes what is pending)
             try:
                 payloads = framer.close()
             except FramingError as exc:  # a binary framing cut inside a message
@@ -197,10 +198,10 @@ class StreamParser:
             codec.asm.closing = type(framer) is not JSONBodyDecoder
             if payloads:  # (feed_payloads does nothing with none)
                 codec.feed_payloads(payloads, self._events)
-            if type(framer) is not SSEDecoder:
-                if type(framer) is JSONValuesDecoder and pending and not codec.asm.failed:
-                    codec.asm.protocol_error("the input ended inside a JSON value")
-        return early + self._finish()
+            if pending and not codec.asm.failed:
+                codec.asm.protocol_error("the input ended inside a JSON value")
+        finished = self._finish()
+        return early + finished if early else finished
 
     def _finish(self) -> list[Event]:
         codec = self._codec
