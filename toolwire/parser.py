@@ -57,10 +57,11 @@ class StreamParser:
                  max_calls: int = DEFAULT_MAX_CALLS) -> None:
         if format not in FORMATS and format != _own_framing_name(provider):
             raise UsageError(f"unknown format {format!r}; expected one of: {', '.join(FORMATS)}")
-        for name, value, least in (("max_message_bytes", max_message_bytes, 1), ("max_depth", max_depth, 1),
-                                   ("max_argument_chars", max_argument_chars, 1), ("max_calls", max_calls, 1)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < least:
-                raise UsageError(f"{name} must be an int >= {least}, got {value!r}")
+        # the usual case (plain ints, at least 1) in one test; anything else is checked one by one
+        if not (type(max_message_bytes) is int and type(max_depth) is int and type(max_argument_chars) is int
+                and type(max_calls) is int and min(max_message_bytes, max_depth, max_argument_chars, max_calls) >= 1):
+            _check_limits(max_message_bytes=max_message_bytes, max_depth=max_depth,
+                          max_argument_chars=max_argument_chars, max_calls=max_calls)
         self.provider = provider
         self.format = format
         self._codec = codec_for(provider)
@@ -123,10 +124,8 @@ class StreamParser:
         """Feed the next piece of the response; return the events it completed."""
         if self._closed:
             raise UsageError("feed() after close()")
-        if isinstance(chunk, str):
-            chunk = chunk.encode("utf-8")
-        elif not isinstance(chunk, bytes):
-            chunk = bytes(chunk)
+        if type(chunk) is not bytes:
+            chunk = chunk.encode("utf-8") if isinstance(chunk, str) else bytes(chunk)
         framer = self._framer
         if framer is None and self._framing is not None and self._framing.sniff is not None:
             whole = self._own_framing(chunk)
@@ -190,17 +189,19 @@ class StreamParser:
             early = self.feed(head)
             framer = self._framer
         if framer is not None:
-            pending = getattr(framer, "has_pending", False)
+            values = type(framer) is JSONValuesDecoder
+            pending = values and framer.has_pending  # (asked before close() takes what is pending)
             try:
                 payloads = framer.close()
             except FramingError as exc:  # a binary framing cut inside a message
                 self._fail_framing(exc)
             codec.asm.closing = type(framer) is not JSONBodyDecoder
-            codec.feed_payloads(payloads, self._events)
-            if type(framer) is not SSEDecoder:
-                if type(framer) is JSONValuesDecoder and pending and not codec.asm.failed:
-                    codec.asm.protocol_error("the input ended inside a JSON value")
-        return early + self._finish()
+            if payloads:  # (feed_payloads does nothing with none)
+                codec.feed_payloads(payloads, self._events)
+            if pending and not codec.asm.failed:
+                codec.asm.protocol_error("the input ended inside a JSON value")
+        finished = self._finish()
+        return early + finished if early else finished
 
     def _finish(self) -> list[Event]:
         codec = self._codec
@@ -266,6 +267,13 @@ def parse(provider: str, data: bytes | str | Iterable[bytes], *, format: str = "
             parser.feed(chunk)
     parser.close()
     return parser.turn
+
+
+def _check_limits(**limits: Any) -> None:
+    """Raise ``UsageError`` for a limit that is not an int (a bool is not one) of at least 1."""
+    for name, value in limits.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise UsageError(f"{name} must be an int >= 1, got {value!r}")
 
 
 def _own_framing_name(provider: str) -> str | None:

@@ -86,7 +86,7 @@ class BlockIndexes:
 
 def usage_from(raw: Any, read: Callable[[Mapping[str, Any]], TokenUsage | None]) -> TokenUsage | None:
     """``read(raw)`` when ``raw`` is an object and says anything, else None (never raises)."""
-    if not isinstance(raw, Mapping):
+    if type(raw) is not dict and not isinstance(raw, Mapping):  # (a dict, usually: no ABC check for it)
         return None
     try:
         usage = read(raw)

@@ -23,7 +23,7 @@ Codecs (one per dialect) translate wire events into calls on this object: ``open
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 import msgspec
 
@@ -47,6 +47,7 @@ from ..types import (
     StreamFailed,
     TextReceived,
     TokenUsage,
+    ToolCall,
     Turn,
 )
 from ..limits import DEFAULT_MAX_ARGUMENT_CHARS, DEFAULT_MAX_CALLS, DEFAULT_MAX_DEPTH, json_depth_exceeds
@@ -55,9 +56,16 @@ from .call import CallRecord
 __all__ = ["Assembler"]
 
 _json_decode = msgspec.json.decode
+# enum members read once (a member read through its class costs ~60 ns on CPython 3.11, more than the test itself)
 _ACC = CallState.ACCUMULATING
 _ANN = CallState.ANNOUNCED
+_COMPLETE = CallState.COMPLETE
+_TRUNCATED = CallState.TRUNCATED
 _OPEN = (CallState.ANNOUNCED, CallState.ACCUMULATING)
+_CUSTOM = CallKind.CUSTOM
+_LENGTH = FinishReason.LENGTH
+_FILTER = FinishReason.CONTENT_FILTER
+_ABNORMAL = (FinishReason.ERROR, FinishReason.OTHER)
 #: arguments given with a call's start that stand for "nothing yet": not kept as the call's value
 _PLACEHOLDERS = ("", "{}")
 
@@ -128,6 +136,7 @@ def recover_resent_arguments(frags: list[str]) -> tuple[str, str] | None:
 
 
 _ENDED_CLEANLY = (FinishReason.TOOL_CALLS, FinishReason.STOP)
+_TOOL_CALLS, _STOP = _ENDED_CLEANLY
 
 
 class _ChoiceState:
@@ -148,7 +157,7 @@ class _ChoiceState:
         around programmatic calls …); ``pause`` and the unclean reasons are kept as they are."""
         finish = self.finish
         if finish in _ENDED_CLEANLY:
-            return FinishReason.TOOL_CALLS if self.calls else FinishReason.STOP
+            return _TOOL_CALLS if self.calls else _STOP
         return finish
 
 
@@ -187,7 +196,6 @@ class Assembler:
         self.understood = 0  # payloads recognised as this dialect's
         self.closing = False  # payloads now come from the input's unterminated end
         self._count: dict[int, int] = {}
-        self.position_of: Callable[[], int] = lambda: self.position
 
     # ---- calls ----------------------------------------------------------------------------------------
     def open_call(self, *, call_id: str | None, name: str | None, kind: CallKind = CallKind.FUNCTION,
@@ -197,18 +205,19 @@ class Assembler:
         value unless it is a placeholder (``{}`` or nothing); fragments that follow replace it."""
         n = self._ordinal
         self._ordinal = n + 1
-        index = self._count.get(choice, 0)
-        self._count[choice] = index + 1
+        counts = self._count
+        index = counts.get(choice, 0)
+        counts[choice] = index + 1
         rec = CallRecord(provider=self.provider, local_id=f"tw-{n}", call_id=call_id or None, name=name or None,
                          kind=kind, index=index, choice=choice, server=server, server_type=server_type,
-                         meta=meta, position_of=self.position_of)
-        rec.owner = self
+                         meta=meta, owner=self)
         if initial is not None and initial.strip() not in _PLACEHOLDERS:
             rec.initial = initial
         if self.keep_calls:
             self.records.append(rec)
         if not server:
-            self.choice(choice).calls += 1
+            st = self.choices.get(choice)
+            (st if st is not None else self.choice(choice)).calls += 1
         self._open[id(rec)] = rec
         self.events.append(CallAnnounced(local_id=rec.local_id, call_id=rec.call_id, name=rec.name,
                                          kind=kind, index=index, choice=choice))
@@ -234,7 +243,8 @@ class Assembler:
 
         ``final`` is the provider's authoritative whole value (Responses ``.done``), compared with the deltas.
         """
-        self._flush_args(rec)
+        if len(rec.frags) > rec.emitted:  # (``_flush_args``'s own test, without the call when nothing is new)
+            self._flush_args(rec)
         rec.finish()
         raw = rec.text()
         if final is not None:
@@ -248,8 +258,12 @@ class Assembler:
                 return
             raw = final
         rec.raw = raw
-        over = self._over_limits(rec, raw) if rec.kind is not CallKind.CUSTOM or len(raw) > self.max_argument_chars \
-            else None
+        if len(raw) <= self.max_argument_chars and (
+                rec.kind is _CUSTOM  # free text: only its length is limited
+                or raw.count("[") + raw.count("{") <= self.max_depth):  # json_depth_exceeds' own first test
+            over = None
+        else:
+            over = self._over_limits(rec, raw)
         if over is not None:
             rec.args = None
             rec.truncate(ProblemCode.LIMIT_EXCEEDED, over)
@@ -273,7 +287,7 @@ class Assembler:
             self.complete(rec)
 
     def _parse(self, rec: CallRecord) -> None:
-        if rec.kind is CallKind.CUSTOM:
+        if rec.kind is _CUSTOM:
             rec.args = None
             return
         raw = rec.raw
@@ -304,7 +318,7 @@ class Assembler:
         if rec.is_open:
             rec.raw = rec.text()
         rec.truncate(code, message)
-        if rec.kind is not CallKind.CUSTOM:
+        if rec.kind is not _CUSTOM:
             rec.args = None
         self._ended(rec)
 
@@ -327,6 +341,8 @@ class Assembler:
                                 f"{rec.state.value}")
 
     def open_records(self, choice: int | None = None) -> list[CallRecord]:
+        if not self._open:  # the usual case at a choice's end and at close: every call already ended
+            return []
         return [r for r in self._open.values() if r.is_open and (choice is None or r.choice == choice)]
 
     def truncate_open(self, code: ProblemCode, message: str, choice: int | None = None) -> None:
@@ -344,14 +360,14 @@ class Assembler:
             if not self.keep_calls:
                 rec.release()
         if rec.server:
-            if rec.state is CallState.COMPLETE:
+            if rec.state is _COMPLETE:
                 self.events.append(ServerCallSeen(server_call=self._server_call(rec)))
             return
         state = rec.state
         call = rec.to_call()
-        if state is CallState.COMPLETE:
+        if state is _COMPLETE:
             self.events.append(CallCompleted(call=call))
-        elif state is CallState.TRUNCATED:
+        elif state is _TRUNCATED:
             self.events.append(CallTruncated(call=call))
         else:
             self.events.append(CallErrored(call=call))
@@ -380,11 +396,11 @@ class Assembler:
         st = self.choice(choice)
         st.finish = reason
         st.raw_finish = raw
-        if reason is FinishReason.LENGTH:
+        if reason is _LENGTH:
             self.truncate_open(ProblemCode.CUT_BY_LENGTH, f"the turn hit its token limit ({raw})", choice)
-        elif reason is FinishReason.CONTENT_FILTER:
+        elif reason is _FILTER:
             self.truncate_open(ProblemCode.CUT_BY_FILTER, f"the turn was stopped by a filter ({raw})", choice)
-        elif reason in (FinishReason.ERROR, FinishReason.OTHER):
+        elif reason in _ABNORMAL:
             self.truncate_open(ProblemCode.STREAM_ERROR, f"the turn ended abnormally ({raw})", choice)
 
     def item(self, index: int, rec: CallRecord | None, choice: int = 0) -> None:
@@ -398,10 +414,10 @@ class Assembler:
         """The dialect's end of ``choice`` (``where`` names it for messages) arrived with ``reason``: the end rules
         of the module docstring, in order (a cut of the last item, the calls a clean finish terminates, the
         finish, then the calls a clean end left open)."""
-        if reason is FinishReason.LENGTH and self.length_cuts_last_item:
+        if reason is _LENGTH and self.length_cuts_last_item:
             last = self._last.get(choice)
             rec = last[1] if last is not None else None
-            if rec is not None and rec.state is CallState.COMPLETE:
+            if rec is not None and rec.state is _COMPLETE:
                 self.truncate(rec, ProblemCode.CUT_BY_LENGTH, f"the turn hit its token limit ({raw}) in this call")
         if self.finish_terminates_calls and reason in _ENDED_CLEANLY:
             for rec in self.open_records(choice):
@@ -496,8 +512,13 @@ class Assembler:
                    token_usage: TokenUsage | None = None) -> Turn:
         first = self.choices.get(0) or (next(iter(self.choices.values())) if self.choices else None)
         records = self.records if self.keep_calls else list(self._open.values())
-        calls = [r.to_call() for r in records if not r.server]
-        server = [self._server_call(r) for r in records if r.server]
+        calls: list[ToolCall] = []
+        server: list[ServerCall] = []
+        for r in records:
+            if r.server:
+                server.append(self._server_call(r))
+            else:
+                calls.append(r.to_call())
         # listed whenever the turn's own finish reason does not say it all: several choices, or one that is not 0
         several = len(self.choices) > 1 or (self.choices and 0 not in self.choices)
         choices = [Choice(index=i, finish_reason=st.finish_reason, raw_finish_reason=st.raw_finish,
@@ -514,11 +535,19 @@ class Assembler:
         )
 
     def release(self) -> None:
-        """Detach every call from the shared Machine (called once the stream is closed)."""
+        """Detach every call from the shared Machine (called once the stream is closed) and from this assembler:
+        nothing is parsed any more, and without the record's reference back (``owner``) the turn's records and
+        the assembler hold no reference cycle, so they are freed as soon as the parser is, not by a later pass of
+        the garbage collector."""
         for rec in self._open.values():
             rec.release()
+            rec.owner = None
         for rec in self.records:
             rec.release()
+            rec.owner = None
+        for _, rec in self._last.values():  # (in streaming mode, a choice's last item may be a forgotten call)
+            if rec is not None:
+                rec.owner = None
         if not self.records or not _log.enabled(_log.INFO):
             return
         for rec in self.records:

@@ -13,6 +13,7 @@ transition points it at the right one. ``append`` is the checked path of a recor
 from __future__ import annotations
 
 import weakref
+from itertools import starmap
 from typing import Any
 
 from transitions import MachineError
@@ -40,10 +41,15 @@ class _Checked:
             rec.checked_append(fragment)
 
 _ACCUMULATING = CallState.ACCUMULATING
+_ANNOUNCED = CallState.ANNOUNCED  # (a member read through its class costs ~60 ns on CPython 3.11)
 _EVENTS = MACHINE.events
 #: per trigger: its ``transitions`` Event's ``trigger`` and its name (``Enum.value`` is a property, slow to read)
 _FIRE = {t: (MACHINE.events[t.value].trigger, t.value) for t in Trigger}
+_RECEIVE, _FINISH, _TRUNCATE, _FAIL = (_FIRE[t] for t in (Trigger.RECEIVE, Trigger.FINISH, Trigger.TRUNCATE,
+                                                          Trigger.FAIL))
+_REJECT, _DISPATCH, _ANSWER = (_FIRE[t] for t in (Trigger.REJECT, Trigger.DISPATCH, Trigger.ANSWER))
 _debug_enabled = _log.stdlib_logger.isEnabledFor
+_DEBUG = _log.DEBUG
 
 
 class Step(tuple):
@@ -61,6 +67,9 @@ class Step(tuple):
     position = property(lambda self: self[3])
 
 
+_new_tuple = tuple.__new__  # ``Step(...)`` without the Python-level ``__new__`` frame: the same tuple
+
+
 class CallRecord:
     """A call being assembled, dispatched and answered. ``state`` is owned by the shared Machine."""
 
@@ -73,7 +82,7 @@ class CallRecord:
     def __init__(self, *, provider: str, local_id: str, call_id: str | None, name: str | None,
                  kind: CallKind = CallKind.FUNCTION, index: int = 0, choice: int = 0, server: bool = False,
                  server_type: str | None = None, meta: dict[str, Any] | None = None,
-                 position_of=None) -> None:
+                 position_of=None, owner: Any = None) -> None:
         self.provider = provider
         self.local_id = local_id
         self.call_id = call_id
@@ -92,12 +101,16 @@ class CallRecord:
         self.meta: dict[str, Any] = meta if meta is not None else {}
         self.history: list[Step] = []
         self.emitted = 0  # fragments already reported in an ArgumentsReceived event
-        self.position_of = position_of  # callable giving the current payload number
+        self.position_of = position_of  # callable giving the current payload number (without an owner)
         self.alias_ids: list[str] | None = None
-        self.announced_at = position_of() if position_of is not None else None
         self.nchars = 0  # argument characters reported so far (checked against the turn's limit)
-        #: the assembler whose ``append_or_fail`` is the checked path (None: ``append``)
-        self.owner: Any = None
+        #: the assembler the call belongs to while its stream is parsed: its ``append_or_fail`` is the checked
+        #: path (None: ``append``) and its ``position`` numbers the transitions (None: ``position_of``)
+        self.owner: Any = owner
+        if owner is not None:
+            self.announced_at: int | None = owner.position
+        else:
+            self.announced_at = position_of() if position_of is not None else None
         self._guard = _Checked(self)
         #: where a codec appends a fragment: the list while accumulating, the guard otherwise
         self.fragments: Any = self._guard
@@ -153,13 +166,14 @@ class CallRecord:
         if self.state is _ACCUMULATING:
             self.frags.append(fragment)
         else:
-            self._trigger(Trigger.RECEIVE)
+            self._trigger(_RECEIVE)
             self.frags.append(fragment)
 
     # ---- triggers -------------------------------------------------------------------------------------
-    def _trigger(self, trigger: Trigger) -> None:
+    def _trigger(self, fire_name: tuple[Any, str]) -> None:
+        """Fire one trigger (``fire_name``: its ``transitions`` Event's ``trigger`` and its name, from ``_FIRE``)."""
         src = self.state
-        fire, name = _FIRE[trigger]
+        fire, name = fire_name
         try:
             fire(self)
         except MachineError:
@@ -169,41 +183,46 @@ class CallRecord:
                                     trigger=name) from None
         dst = self.state
         self.fragments = self.frags if dst is _ACCUMULATING else self._guard
-        pos = self.position_of() if self.position_of is not None else None
-        self.history.append(Step(name, src, dst, pos))
-        if _debug_enabled(_log.DEBUG):
+        owner = self.owner
+        if owner is not None:
+            pos = owner.position
+        else:
+            pos = self.position_of() if self.position_of is not None else None
+        self.history.append(_new_tuple(Step, (name, src, dst, pos)))
+        if _debug_enabled(_DEBUG):
             _log.emit(_log.DEBUG, "call.transition", provider=self.provider, call_id=self.call_id,
                       local_id=self.local_id, name=self.name, src=src.value, dst=dst.value,
                       trigger=name, position=pos)
 
     def receive(self) -> None:
-        self._trigger(Trigger.RECEIVE)
+        self._trigger(_RECEIVE)
 
     def finish(self) -> None:
-        self._trigger(Trigger.FINISH)
+        self._trigger(_FINISH)
 
     def truncate(self, code: ProblemCode, message: str) -> None:
-        self._trigger(Trigger.TRUNCATE)
+        self._trigger(_TRUNCATE)
         self.problem = Problem(code, message)
 
     def fail(self, code: ProblemCode, message: str) -> None:
-        self._trigger(Trigger.FAIL)
+        self._trigger(_FAIL)
         self.problem = Problem(code, message)
 
     def reject(self) -> None:
-        self._trigger(Trigger.REJECT)
+        self._trigger(_REJECT)
 
     def dispatch(self) -> None:
-        self._trigger(Trigger.DISPATCH)
+        self._trigger(_DISPATCH)
 
     def answer(self) -> None:
-        self._trigger(Trigger.ANSWER)
+        self._trigger(_ANSWER)
 
     # ---- views ----------------------------------------------------------------------------------------
     @property
     def is_open(self) -> bool:
         """True while the call can still receive fragments (announced or accumulating)."""
-        return self.state is _ACCUMULATING or self.state is CallState.ANNOUNCED
+        state = self.state
+        return state is _ACCUMULATING or state is _ANNOUNCED
 
     def text(self) -> str:
         """The argument text received so far (fragments joined, or the whole initial value)."""
@@ -216,13 +235,15 @@ class CallRecord:
         MACHINE.remove_model(self)
 
     def to_call(self) -> ToolCall:
-        raw = self.raw if self.state is not CallState.ANNOUNCED and self.state is not _ACCUMULATING else self.text()
+        state = self.state
+        raw = self.raw if state is not _ANNOUNCED and state is not _ACCUMULATING else self.text()
+        args = self.args
         return ToolCall(
             provider=self.provider, local_id=self.local_id, call_id=self.call_id, index=self.index,
-            name=self.name, kind=self.kind, args=self.args if isinstance(self.args, dict) else None,
-            raw_arguments=raw, state=self.state, problem=self.problem, choice=self.choice,
+            name=self.name, kind=self.kind, args=args if isinstance(args, dict) else None,
+            raw_arguments=raw, state=state, problem=self.problem, choice=self.choice,
             provider_meta=dict(self.meta),
-            history=[Transition(t, a, b, p) for t, a, b, p in self.history],
+            history=list(starmap(Transition, self.history)),  # each Step is (trigger, src, dst, position)
             announced_at=self.announced_at,
         )
 

@@ -116,6 +116,33 @@ class _CallTransition(Transition):
             self._change_state(event_data)
         return True
 
+    #: (machine, source State, destination State, its value), resolved once when the shared Machine is built
+    resolved: tuple | None = None
+
+    def _change_state(self, event_data) -> None:
+        """``Transition._change_state`` with the source and destination States resolved once: it looks each up by
+        name every time (``get_state`` three times, a fourth through ``EventData.update``, and ``set_state``
+        wraps the model in a list to set one attribute). The same steps in the same order: exit the source, set
+        the model's state to the destination's value, point the event data at the destination, enter it, and the
+        machine's ``on_final`` callbacks when it is final."""
+        resolved = self.resolved
+        machine = event_data.machine
+        if resolved is None or resolved[0] is not machine:
+            Transition._change_state(self, event_data)
+            return
+        _, src, dst, value = resolved
+        # ``exit`` and ``enter`` do nothing without callbacks when transitions' logger drops info lines (see
+        # ``_CallStateObj``): that is asked once here, and nothing runs between the two that could change it
+        quiet = not src.on_exit and not dst.on_enter and not _TRANSITIONS_LOG.isEnabledFor(logging.INFO)
+        if not quiet:
+            src.exit(event_data)
+        setattr(event_data.model, machine.model_attribute, value)
+        event_data.state = dst
+        if not quiet:
+            dst.enter(event_data)
+        if dst.final:
+            machine.callbacks(machine.on_final, event_data)
+
 
 class _SharedMachine(Machine):
     """A ``Machine`` whose models define their trigger methods themselves.
@@ -131,6 +158,7 @@ class _SharedMachine(Machine):
     state_cls = _CallStateObj
     transition_cls = _CallTransition
     _by_member: dict = {}
+    _initial_state: State | None = None
 
     def get_state(self, state):
         if type(state) is CallState:
@@ -139,8 +167,20 @@ class _SharedMachine(Machine):
                 return found
         return Machine.get_state(self, state)
 
+    def get_model_state(self, model):
+        # ``Machine.get_model_state``: ``get_state`` of the model's state attribute, here without the extra call
+        state = getattr(model, self.model_attribute)
+        if type(state) is CallState:
+            found = self._by_member.get(state)
+            if found is not None:
+                return found
+        return Machine.get_state(self, state)
+
     def add_model(self, model, initial=None):  # noqa: D401 - same contract as Machine.add_model
-        self.set_state(self.initial if initial is None else initial, model=model)
+        # ``set_state(state, model=model)`` for one model: the State's value on the model's state attribute (the
+        # initial State is found once, in ``_build``, instead of by name for every call)
+        state = self._initial_state if initial is None else self.get_state(initial)
+        setattr(model, self.model_attribute, state.value)
         self.models[model] = None
 
     def remove_model(self, model):
@@ -161,6 +201,12 @@ def _build() -> _SharedMachine:
     # O(1) add and remove for many calls in flight; weak, so a parser dropped without close() leaks nothing
     m.models = weakref.WeakKeyDictionary()
     m._by_member = {member: m.states[member.name] for member in CallState}
+    m._initial_state = m.get_state(m.initial)
+    for event in m.events.values():
+        for transitions in event.transitions.values():
+            for tr in transitions:
+                dst = m.get_state(tr.dest) if tr.dest else None
+                tr.resolved = (m, m.get_state(tr.source), dst, dst.value if dst is not None else None)
     return m
 
 
