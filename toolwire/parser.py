@@ -32,7 +32,8 @@ class StreamParser:
     ``"json"`` (a whole non-streaming body) or ``"auto"`` (decided from the first bytes: ``{`` or ``[`` start a
     sequence of JSON values, anything else is SSE). A dialect whose streamed responses have a framing of their own
     (``Codec.framing``, a binary one) also takes that framing's name, and ``auto`` recognises it when the framing
-    can tell from the first bytes.
+    can tell from the first bytes. The default stays ``"sse"`` for every dialect: a Bedrock Converse stream needs
+    ``format="eventstream"`` (or ``"auto"``); read as SSE it ends in a ``no_payload`` error that says so.
 
     ``feed(chunk)`` returns the events the chunk completed; ``close()`` applies the end-of-stream rules and
     returns the last events, ending with ``TurnFinished``; ``turn`` is the Turn (final after ``close()``).
@@ -78,6 +79,7 @@ class StreamParser:
         self._sniff: list[bytes] = []  # leading white space seen while the format is detected
         self._sniffed = 0
         self._closed = False
+        self._fed = 0  # bytes fed (what a ``no_payload`` error says it found nothing in)
         self._turn: Turn | None = None
 
     def _make_framer(self, fmt: str) -> Any:
@@ -126,6 +128,7 @@ class StreamParser:
             raise UsageError("feed() after close()")
         if type(chunk) is not bytes:
             chunk = chunk.encode("utf-8") if isinstance(chunk, str) else bytes(chunk)
+        self._fed += len(chunk)
         framer = self._framer
         if framer is None and self._framing is not None and self._framing.sniff is not None:
             whole = self._own_framing(chunk)
@@ -203,16 +206,30 @@ class StreamParser:
         finished = self._finish()
         return early + finished if early else finished
 
+    def _no_payload_message(self) -> str:
+        """Why no payload was found: the input was empty, or held no message of the format it was read as (with
+        the dialect's own framing named when it was read as SSE: a Bedrock stream given ``format="sse"``)."""
+        message = f"no {self.provider} payload found in the input"
+        if self._codec.asm.position:
+            return message
+        if not self._fed:
+            return message + " (it is empty)"
+        fmt = self.detected_format
+        if fmt is None:
+            return message + f" (only white space in its {self._fed} bytes)"
+        message += f" (no {fmt} message in its {self._fed} bytes)"
+        own = _own_framing_name(self.provider)
+        if own is not None and fmt != own:
+            message += f"; {self.provider} streams are framed as {own!r}: pass format={own!r} or 'auto'"
+        return message
+
     def _finish(self) -> list[Event]:
         codec = self._codec
         asm = codec.asm
         if not self._closed:
             self._closed = True
             if asm.understood == 0 and asm.error is None:
-                asm.stream_error(StreamError(
-                    type="no_payload",
-                    message=f"no {self.provider} payload found in the input"
-                            + (" (it is empty)" if asm.position == 0 else "")))
+                asm.stream_error(StreamError(type="no_payload", message=self._no_payload_message()))
             try:
                 codec.on_close()
             except Exception as exc:  # noqa: BLE001 - the provider's data, not the caller, is at fault

@@ -316,3 +316,32 @@ def test_a_short_payload_of_only_opening_brackets_is_limit_exceeded(provider, ta
     turn = toolwire.parse(provider, data)
     assert turn.error is not None and turn.error.type == "limit_exceeded", turn.error
     assert turn.runnable_calls == []
+
+
+def test_a_bedrock_stream_read_as_sse_says_which_format_to_pass():
+    """StreamParser's default format is SSE: a Bedrock event stream read that way is a no_payload error that
+    names the bytes it looked at and the format to pass, never "it is empty"; with that format it parses."""
+    from ..dialects import adapter
+
+    case = adapter("bedrock-converse").small_case()
+    data = case.data
+    parser = toolwire.StreamParser("bedrock-converse")
+    parser.feed(data)
+    parser.close()
+    error = parser.turn.error
+    assert error.type == "no_payload" and "empty" not in error.message
+    assert f"in its {len(data)} bytes" in error.message and "format='eventstream'" in error.message
+    for fmt in ("eventstream", "auto"):
+        parser = toolwire.StreamParser("bedrock-converse", format=fmt)
+        parser.feed(data)
+        parser.close()
+        assert parser.turn.finished_cleanly
+        assert [c.args for c in parser.turn.runnable_calls] == [args for _, _, args in case.calls]
+
+
+@pytest.mark.parametrize("data, says", [(b"", "(it is empty)"), (b" \n\r\n ", "(only white space in its 5 bytes)"),
+                                        (b": keep-alive\n\n", "(no sse message in its 14 bytes)")])
+def test_no_payload_says_what_the_input_held(data, says):
+    """The no_payload error tells an empty input from white space and from bytes with no message in them."""
+    turn = toolwire.parse("anthropic", data)
+    assert turn.error.type == "no_payload" and turn.error.message.endswith(says), turn.error.message
