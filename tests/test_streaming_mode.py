@@ -66,3 +66,22 @@ def test_keep_calls_default_retains_the_whole_turn():
     """By default the turn keeps every call and the assistant message for replay."""
     turn = toolwire.parse("anthropic", _many_calls(5))
     assert len(turn.calls) == 5 and len(turn.assistant_message["content"]) == 5
+
+
+import pytest  # noqa: E402
+
+from .dialects import REGISTERED, adapter  # noqa: E402
+
+
+@pytest.mark.parametrize("dialect", REGISTERED)
+def test_streaming_mode_turn_has_no_replay_message_in_any_dialect(dialect):
+    """In every dialect the streaming mode's turn has no assistant message and no per-choice message: the ended
+    calls are forgotten, so a message built from what is left would replay a turn without its calls."""
+    case = adapter(dialect).small_case()
+    parser = toolwire.StreamParser(dialect, keep_calls=False, format=adapter(dialect).stream_format)
+    completed = [e.call for e in parser.feed(case.data) if isinstance(e, toolwire.CallCompleted)]
+    completed += [e.call for e in parser.close() if isinstance(e, toolwire.CallCompleted)]
+    turn = parser.turn
+    assert [c.call_id for c in completed] == [cid for cid, _, _ in case.calls]
+    assert turn.calls == [] and turn.assistant_message is None
+    assert all(choice.assistant_message is None for choice in turn.choices)

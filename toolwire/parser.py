@@ -239,6 +239,10 @@ class StreamParser:
             except Exception as exc:  # noqa: BLE001 - e.g. a text block that started with a number
                 codec.payload_failed(exc, b"")
                 message, messages = None, {}
+            if not asm.keep_calls:
+                # the streaming mode forgot its ended calls, so it has no message to replay (documented); the
+                # message is still built above, so that what building it finds wrong fails both modes alike
+                message, messages = None, {}
             self._turn = asm.build_turn(message, token_usage=codec.token_usage())
             if self._turn.choices:
                 for choice in self._turn.choices:
