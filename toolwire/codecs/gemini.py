@@ -813,8 +813,17 @@ class GeminiCodec(Codec):
         parts = []
         if st is not None:
             docs: dict[int, Any] = {}
+            append = parts.append
             for entry in st.entries:
-                parts.append(entry.replay(docs) if type(entry) is _Streamed else _part_value(entry, docs))
+                if type(entry) is tuple:
+                    # ``_part_value(entry, docs)`` without its call (a part of a payload decoded in one pass)
+                    data, ri, ci, pi = entry
+                    doc = docs.get(id(data))
+                    if doc is None:
+                        doc = docs[id(data)] = _ANY.decode(data)
+                    append((doc if ri < 0 else doc[ri])["candidates"][ci]["content"]["parts"][pi])
+                else:
+                    append(entry.replay(docs) if type(entry) is _Streamed else _part_value(entry, docs))
         return {"role": "model", "parts": parts}
 
 

@@ -26,17 +26,15 @@ from .table import MACHINE, Trigger
 __all__ = ["CallRecord", "Step"]
 
 
-class _Checked:
-    """What ``CallRecord.fragments`` is while the call does not accumulate: its ``append`` takes the checked path
-    (the record is held weakly, so a record and its guard make no reference cycle)."""
+class _Checked(weakref.ref):
+    """What ``CallRecord.fragments`` is while the call does not accumulate: its ``append`` takes the checked path.
+    It is a weak reference to the record (so a record and its guard make no reference cycle), made in C without
+    a Python ``__init__`` (one is made per call)."""
 
-    __slots__ = ("_rec",)
-
-    def __init__(self, rec: "CallRecord") -> None:
-        self._rec = weakref.ref(rec)
+    __slots__ = ()
 
     def append(self, fragment: str) -> None:
-        rec = self._rec()
+        rec = self()
         if rec is not None:
             rec.checked_append(fragment)
 
@@ -68,6 +66,7 @@ class Step(tuple):
 
 
 _new_tuple = tuple.__new__  # ``Step(...)`` without the Python-level ``__new__`` frame: the same tuple
+_new_object = object.__new__
 
 
 class CallRecord:
@@ -83,6 +82,24 @@ class CallRecord:
                  kind: CallKind = CallKind.FUNCTION, index: int = 0, choice: int = 0, server: bool = False,
                  server_type: str | None = None, meta: dict[str, Any] | None = None,
                  position_of=None, owner: Any = None) -> None:
+        self.setup(provider, local_id, call_id, name, kind, index, choice, server, server_type, meta, position_of,
+                   owner)
+
+    @classmethod
+    def new(cls, provider: str, local_id: str, call_id: str | None, name: str | None, kind: CallKind, index: int,
+            choice: int, server: bool, server_type: str | None, meta: dict[str, Any] | None, position_of: Any,
+            owner: Any) -> "CallRecord":
+        """``CallRecord(...)`` with every argument given in order: the assembler makes one per call, and keyword
+        arguments bound to a Python ``__init__`` cost more than the rest of it (both run ``setup``)."""
+        rec = _new_object(cls)
+        rec.setup(provider, local_id, call_id, name, kind, index, choice, server, server_type, meta, position_of,
+                  owner)
+        return rec
+
+    def setup(self, provider: str, local_id: str, call_id: str | None, name: str | None, kind: CallKind,
+              index: int, choice: int, server: bool, server_type: str | None, meta: dict[str, Any] | None,
+              position_of: Any, owner: Any) -> None:
+        """What ``__init__`` does (``new`` runs it too)."""
         self.provider = provider
         self.local_id = local_id
         self.call_id = call_id
