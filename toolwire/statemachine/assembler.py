@@ -58,6 +58,7 @@ from ..limits import (
     json_depth_exceeds,
 )
 from .call import CallRecord
+from .table import MACHINE
 
 __all__ = ["Assembler"]
 
@@ -376,8 +377,10 @@ class Assembler:
 
     def _ended(self, rec: CallRecord) -> None:
         if self._open.pop(id(rec), None) is not None:
-            rec.emitted = len(rec.frags)
-            rec.frags = []  # ``raw`` holds the arguments from now on
+            frags = rec.frags
+            if frags:  # ``raw`` holds the arguments from now on (a call given whole has none to let go)
+                rec.emitted = len(frags)
+                rec.frags = []
             if not self.keep_calls:
                 rec.release()
         if rec.server:
@@ -560,11 +563,12 @@ class Assembler:
         nothing is parsed any more, and without the record's reference back (``owner``) the turn's records and
         the assembler hold no reference cycle, so they are freed as soon as the parser is, not by a later pass of
         the garbage collector."""
+        detach = MACHINE.remove_model  # (what ``CallRecord.release`` does, without its call per record)
         for rec in self._open.values():
-            rec.release()
+            detach(rec)
             rec.owner = None
         for rec in self.records:
-            rec.release()
+            detach(rec)
             rec.owner = None
         for _, rec in self._last.values():  # (in streaming mode, a choice's last item may be a forgotten call)
             if rec is not None:
