@@ -178,3 +178,23 @@ def test_gemini_args_text_gives_the_bytes_only_for_json_as_it_arrived():
     assert gemini_codec._args_text(raw(b'"{\\"a\\":1}"')) == ('{"a":1}', None)
     assert gemini_codec._args_text(raw(b"null")) == (None, None)
     assert gemini_codec._args_text(raw()) == (None, None)
+
+
+# ---- CallRecord.new -------------------------------------------------------------------------------------------
+def test_a_record_made_by_new_is_the_record_init_makes():
+    from toolwire.statemachine.call import CallRecord
+    from toolwire.statemachine.table import MACHINE
+
+    asm = Assembler("gemini")
+    args = dict(provider="gemini", local_id="tw-3", call_id="c", name="f", kind=CallKind.CUSTOM, index=2, choice=1,
+                server=True, server_type="toolCall", meta={"k": 1}, position_of=None, owner=asm)
+    made, init = CallRecord.new(*args.values()), CallRecord(**args)
+    skip = {"_guard", "fragments", "__weakref__"}
+    for slot in CallRecord.__slots__:
+        if slot not in skip:
+            assert getattr(made, slot) == getattr(init, slot), slot
+    assert made.fragments is made._guard and made._guard() is made and made in MACHINE.models
+    made.fragments.append('{"a"')  # the guard's checked path: the call starts accumulating
+    assert made.state is CallState.ACCUMULATING and made.fragments is made.frags == ['{"a"']
+    made.release()
+    init.release()
