@@ -416,16 +416,18 @@ def _error_from(value: Any) -> StreamError:
     return StreamError(type="api_error", message=str(value), raw=value)
 
 
-def _args_text(raw: msgspec.Raw) -> str | None:
-    """The arguments as text: an object as it arrived, a JSON string's content; None when absent or null."""
+def _args_text(raw: msgspec.Raw) -> tuple[str | None, bytes | None]:
+    """The arguments as text: an object as it arrived, a JSON string's content; None when absent or null. Second:
+    the bytes the text was decoded from when it is the JSON as it arrived (for ``Assembler.complete(utf8=)``),
+    else None."""
     if not raw:
-        return None
+        return None, None
     data = bytes(raw)
     if data == b"null":
-        return None
+        return None, None
     if data[:1] == b'"':
-        return msgspec.json.decode(data)
-    return data.decode()
+        return msgspec.json.decode(data), None
+    return data.decode(), data
 
 
 #: the ``usageMetadata`` counts ``read_usage`` reads, in the order it unpacks them
@@ -640,9 +642,9 @@ class GeminiCodec(Codec):
         if tc is not None:
             rec = asm.open_call(call_id=tc.id, name=tc.tool_type, choice=st.index, server=True,
                                 server_type="toolCall", meta={"part_index": len(st.entries)})
-            rec.initial = _args_text(tc.args)
+            rec.initial, utf8 = _args_text(tc.args)
             st.entries.append(ref)
-            asm.complete(rec)
+            asm.complete(rec, utf8=utf8)
             return
         text = part.text
         sig = part.thought_signature
@@ -689,7 +691,7 @@ class GeminiCodec(Codec):
             else:
                 cur.ended = False
             return
-        args_text = _args_text(fc.args)
+        args_text, utf8 = _args_text(fc.args)
         if name is None and args_text is None and fc.id is None:
             # the empty functionCall that ends a streamed call
             if cur is not None:
@@ -740,12 +742,13 @@ class GeminiCodec(Codec):
             except JSONPathError as exc:
                 asm.protocol_error(f"bad partialArgs for call {rec.call_id or rec.local_id}: {exc}", _part_bytes(ref))
                 return
-            args_text = _encode(whole.args).decode()
+            utf8 = _encode(whole.args)
+            args_text = utf8.decode()
         rec.initial = args_text
         if name is None:
             asm.fail(rec, ProblemCode.MISSING_NAME, "the functionCall has no name")
         else:
-            asm.complete(rec)
+            asm.complete(rec, utf8=utf8)
 
     def _streamed_signature(self, st: _Cand, cur: _Streamed, sig: str) -> None:
         meta = cur.rec.meta
@@ -759,9 +762,11 @@ class GeminiCodec(Codec):
         st.open = None
         rec = cur.rec
         if rec.is_open:
+            utf8 = None
             if cur.args:
-                rec.initial = _encode(cur.args).decode()
-            self.asm.complete(rec)
+                utf8 = _encode(cur.args)
+                rec.initial = utf8.decode()
+            self.asm.complete(rec, utf8=utf8)
 
     def _finish(self, st: _Cand, raw: str) -> None:
         if st.finished:
@@ -808,8 +813,17 @@ class GeminiCodec(Codec):
         parts = []
         if st is not None:
             docs: dict[int, Any] = {}
+            append = parts.append
             for entry in st.entries:
-                parts.append(entry.replay(docs) if type(entry) is _Streamed else _part_value(entry, docs))
+                if type(entry) is tuple:
+                    # ``_part_value(entry, docs)`` without its call (a part of a payload decoded in one pass)
+                    data, ri, ci, pi = entry
+                    doc = docs.get(id(data))
+                    if doc is None:
+                        doc = docs[id(data)] = _ANY.decode(data)
+                    append((doc if ri < 0 else doc[ri])["candidates"][ci]["content"]["parts"][pi])
+                else:
+                    append(entry.replay(docs) if type(entry) is _Streamed else _part_value(entry, docs))
         return {"role": "model", "parts": parts}
 
 

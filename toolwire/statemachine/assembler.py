@@ -50,10 +50,19 @@ from ..types import (
     ToolCall,
     Turn,
 )
-from ..limits import DEFAULT_MAX_ARGUMENT_CHARS, DEFAULT_MAX_CALLS, DEFAULT_MAX_DEPTH, json_depth_exceeds
+from ..limits import (
+    _NOT_OPENERS,
+    DEFAULT_MAX_ARGUMENT_CHARS,
+    DEFAULT_MAX_CALLS,
+    DEFAULT_MAX_DEPTH,
+    json_depth_exceeds,
+)
 from .call import CallRecord
+from .table import MACHINE
 
 __all__ = ["Assembler"]
+
+_new_record = CallRecord.new  # (every argument in order: see there)
 
 _json_decode = msgspec.json.decode
 # enum members read once (a member read through its class costs ~60 ns on CPython 3.11, more than the test itself)
@@ -208,9 +217,8 @@ class Assembler:
         counts = self._count
         index = counts.get(choice, 0)
         counts[choice] = index + 1
-        rec = CallRecord(provider=self.provider, local_id=f"tw-{n}", call_id=call_id or None, name=name or None,
-                         kind=kind, index=index, choice=choice, server=server, server_type=server_type,
-                         meta=meta, owner=self)
+        rec = _new_record(self.provider, f"tw-{n}", call_id or None, name or None, kind, index, choice, server,
+                          server_type, meta, None, self)
         if initial is not None and initial.strip() not in _PLACEHOLDERS:
             rec.initial = initial
         if self.keep_calls:
@@ -238,10 +246,15 @@ class Assembler:
                     "(max_depth)")
         return None
 
-    def complete(self, rec: CallRecord, final: str | None = None) -> None:
+    def complete(self, rec: CallRecord, final: str | None = None, *, utf8: bytes | None = None) -> None:
         """The dialect's terminator for ``rec`` arrived: finish it and parse its arguments once.
 
         ``final`` is the provider's authoritative whole value (Responses ``.done``), compared with the deltas.
+        ``utf8``: the bytes ``rec.initial`` was decoded from (``initial == utf8.decode()``), when the codec has
+        them; used only while they are the whole arguments (no fragment, no ``final``). The depth test and the
+        JSON decoding then read them instead of the text: the same results (an ASCII bracket is the same one byte
+        in the text's UTF-8, and msgspec decodes a str through its UTF-8 form, so values and error positions are
+        the same), without encoding non-ASCII text back to UTF-8 (a test compares the two paths).
         """
         if len(rec.frags) > rec.emitted:  # (``_flush_args``'s own test, without the call when nothing is new)
             self._flush_args(rec)
@@ -258,9 +271,17 @@ class Assembler:
                 return
             raw = final
         rec.raw = raw
+        if utf8 is None or final is not None or rec.frags:
+            src: str | bytes = raw
+            openers = raw.count
+        else:
+            src = utf8
+            openers = None
         if len(raw) <= self.max_argument_chars and (
                 rec.kind is _CUSTOM  # free text: only its length is limited
-                or raw.count("[") + raw.count("{") <= self.max_depth):  # json_depth_exceeds' own first test
+                # json_depth_exceeds' own first test (on bytes: one pass, as json_depth_exceeds makes it)
+                or (openers("[") + openers("{") if openers is not None
+                    else len(src.translate(None, _NOT_OPENERS))) <= self.max_depth):
             over = None
         else:
             over = self._over_limits(rec, raw)
@@ -270,7 +291,7 @@ class Assembler:
             self._ended(rec)
             self.limit_exceeded(over)
             return
-        self._parse(rec)
+        self._parse(rec, src)
         self._ended(rec)
 
     def terminate(self, rec: CallRecord | None) -> None:
@@ -286,7 +307,8 @@ class Assembler:
         else:
             self.complete(rec)
 
-    def _parse(self, rec: CallRecord) -> None:
+    def _parse(self, rec: CallRecord, src: str | bytes | None = None) -> None:
+        """Parse ``rec.raw`` (``src``: the same text, or its UTF-8 bytes; see ``complete``)."""
         if rec.kind is _CUSTOM:
             rec.args = None
             return
@@ -295,7 +317,7 @@ class Assembler:
             rec.args = {}  # no-argument tools stream nothing (Anthropic: one empty fragment only)
             return
         try:
-            value = _json_decode(raw)
+            value = _json_decode(raw if src is None else src)
         except msgspec.DecodeError as exc:
             recovered = recover_resent_arguments(rec.frags) if self.recover_resends else None
             if recovered is None:
@@ -355,8 +377,10 @@ class Assembler:
 
     def _ended(self, rec: CallRecord) -> None:
         if self._open.pop(id(rec), None) is not None:
-            rec.emitted = len(rec.frags)
-            rec.frags = []  # ``raw`` holds the arguments from now on
+            frags = rec.frags
+            if frags:  # ``raw`` holds the arguments from now on (a call given whole has none to let go)
+                rec.emitted = len(frags)
+                rec.frags = []
             if not self.keep_calls:
                 rec.release()
         if rec.server:
@@ -539,11 +563,12 @@ class Assembler:
         nothing is parsed any more, and without the record's reference back (``owner``) the turn's records and
         the assembler hold no reference cycle, so they are freed as soon as the parser is, not by a later pass of
         the garbage collector."""
+        detach = MACHINE.remove_model  # (what ``CallRecord.release`` does, without its call per record)
         for rec in self._open.values():
-            rec.release()
+            detach(rec)
             rec.owner = None
         for rec in self.records:
-            rec.release()
+            detach(rec)
             rec.owner = None
         for _, rec in self._last.values():  # (in streaming mode, a choice's last item may be a forgotten call)
             if rec is not None:

@@ -26,17 +26,15 @@ from .table import MACHINE, Trigger
 __all__ = ["CallRecord", "Step"]
 
 
-class _Checked:
-    """What ``CallRecord.fragments`` is while the call does not accumulate: its ``append`` takes the checked path
-    (the record is held weakly, so a record and its guard make no reference cycle)."""
+class _Checked(weakref.ref):
+    """What ``CallRecord.fragments`` is while the call does not accumulate: its ``append`` takes the checked path.
+    It is a weak reference to the record (so a record and its guard make no reference cycle), made in C without
+    a Python ``__init__`` (one is made per call)."""
 
-    __slots__ = ("_rec",)
-
-    def __init__(self, rec: "CallRecord") -> None:
-        self._rec = weakref.ref(rec)
+    __slots__ = ()
 
     def append(self, fragment: str) -> None:
-        rec = self._rec()
+        rec = self()
         if rec is not None:
             rec.checked_append(fragment)
 
@@ -68,6 +66,7 @@ class Step(tuple):
 
 
 _new_tuple = tuple.__new__  # ``Step(...)`` without the Python-level ``__new__`` frame: the same tuple
+_new_object = object.__new__
 
 
 class CallRecord:
@@ -76,13 +75,31 @@ class CallRecord:
     __slots__ = (
         "state", "provider", "local_id", "call_id", "name", "kind", "index", "choice", "server", "server_type",
         "frags", "initial", "final", "args", "raw", "problem", "meta", "history", "emitted", "position_of",
-        "alias_ids", "announced_at", "nchars", "fragments", "owner", "_guard", "__weakref__",
+        "alias_ids", "announced_at", "nchars", "fragments", "owner", "_guard", "_call", "__weakref__",
     )
 
     def __init__(self, *, provider: str, local_id: str, call_id: str | None, name: str | None,
                  kind: CallKind = CallKind.FUNCTION, index: int = 0, choice: int = 0, server: bool = False,
                  server_type: str | None = None, meta: dict[str, Any] | None = None,
                  position_of=None, owner: Any = None) -> None:
+        self.setup(provider, local_id, call_id, name, kind, index, choice, server, server_type, meta, position_of,
+                   owner)
+
+    @classmethod
+    def new(cls, provider: str, local_id: str, call_id: str | None, name: str | None, kind: CallKind, index: int,
+            choice: int, server: bool, server_type: str | None, meta: dict[str, Any] | None, position_of: Any,
+            owner: Any) -> "CallRecord":
+        """``CallRecord(...)`` with every argument given in order: the assembler makes one per call, and keyword
+        arguments bound to a Python ``__init__`` cost more than the rest of it (both run ``setup``)."""
+        rec = _new_object(cls)
+        rec.setup(provider, local_id, call_id, name, kind, index, choice, server, server_type, meta, position_of,
+                  owner)
+        return rec
+
+    def setup(self, provider: str, local_id: str, call_id: str | None, name: str | None, kind: CallKind,
+              index: int, choice: int, server: bool, server_type: str | None, meta: dict[str, Any] | None,
+              position_of: Any, owner: Any) -> None:
+        """What ``__init__`` does (``new`` runs it too)."""
         self.provider = provider
         self.local_id = local_id
         self.call_id = call_id
@@ -114,6 +131,7 @@ class CallRecord:
         self._guard = _Checked(self)
         #: where a codec appends a fragment: the list while accumulating, the guard otherwise
         self.fragments: Any = self._guard
+        self._call: ToolCall | None = None  # the last ``to_call()`` of an ended call (see there)
         MACHINE.add_model(self)
 
     @classmethod
@@ -149,6 +167,7 @@ class CallRecord:
         rec.owner = None
         rec._guard = _Checked(rec)
         rec.fragments = rec._guard
+        rec._call = None
         MACHINE.add_model(rec, initial=call.state)
         return rec
 
@@ -235,10 +254,24 @@ class CallRecord:
         MACHINE.remove_model(self)
 
     def to_call(self) -> ToolCall:
+        """The call as a ``ToolCall``. An ended call's is made once and given again while it still says what the
+        record says (the assembler asks when the call ends, for its event, and again for the turn): a codec may
+        still change the call's id, name or metadata, and the call may take another transition (a token limit
+        that cuts it after its end), so every field a record can change is compared first, and a ``ToolCall``
+        that differs in any (its ``provider_meta`` edited, too) is made anew."""
         state = self.state
+        call = self._call
+        if call is not None and call.state is state and len(call.history) == len(self.history) \
+                and call.call_id is self.call_id and call.name is self.name and call.raw_arguments is self.raw \
+                and call.problem is self.problem and call.args is (self.args if isinstance(self.args, dict) else None) \
+                and call.kind is self.kind and call.index is self.index and call.choice is self.choice \
+                and call.local_id is self.local_id and call.provider is self.provider \
+                and call.announced_at is self.announced_at and call.provider_meta == self.meta:
+            # (the history only grows: the same length is the same transitions)
+            return call
         raw = self.raw if state is not _ANNOUNCED and state is not _ACCUMULATING else self.text()
         args = self.args
-        return ToolCall(
+        call = ToolCall(
             provider=self.provider, local_id=self.local_id, call_id=self.call_id, index=self.index,
             name=self.name, kind=self.kind, args=args if isinstance(args, dict) else None,
             raw_arguments=raw, state=state, problem=self.problem, choice=self.choice,
@@ -246,6 +279,9 @@ class CallRecord:
             history=list(starmap(Transition, self.history)),  # each Step is (trigger, src, dst, position)
             announced_at=self.announced_at,
         )
+        if state is not _ANNOUNCED and state is not _ACCUMULATING:  # (an open call's text is made anew each time)
+            self._call = call
+        return call
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid
         return f"<CallRecord {self.local_id} {self.call_id!r} {self.name!r} {self.state.value}>"
