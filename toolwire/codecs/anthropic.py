@@ -192,7 +192,6 @@ class AnthropicCodec(Codec):
 
     # ---- payloads -------------------------------------------------------------------------------------
     def on_payload(self, event: str | None, data: bytes) -> None:
-        asm = self.asm
         try:
             ev = _EVENTS.decode(data)
         except msgspec.ValidationError as exc:
@@ -211,12 +210,12 @@ class AnthropicCodec(Codec):
             if type(d) is _InputJsonDelta:
                 rec = blk.rec
                 if rec is None:
-                    asm.protocol_error(f"input_json_delta for {blk.type} block {ev.index}")
+                    self.asm.protocol_error(f"input_json_delta for {blk.type} block {ev.index}")
                 elif d.partial_json:
                     rec.fragments.append(d.partial_json)
             elif type(d) is _TextDelta:
                 blk.parts.append(d.text)
-                asm.add_text(d.text)
+                self.asm.add_text(d.text)
             elif type(d) is _ThinkingDelta:
                 blk.parts.append(d.thinking)
             elif type(d) is _SignatureDelta:
@@ -224,6 +223,7 @@ class AnthropicCodec(Codec):
             else:  # citations
                 blk.raw.setdefault("citations", []).append(d.citation)
             return
+        asm = self.asm
         if cls is _BlockStart:
             self._block_start(ev.index, ev.content_block)
         elif cls is _BlockStop:

@@ -45,7 +45,7 @@ from .capabilities import Capabilities, Limit
 from .declare import bedrock_converse as _declarations
 from .http import bedrock_converse as _http
 from .dialect import Dialect
-from .eventstream import EventStreamDecoder, EventStreamMessage
+from .eventstream import EventStreamDecoder, EventStreamMessage, _headers
 from .results import bedrock_converse as _results
 
 __all__ = ["BedrockConverseCodec", "CAPABILITIES", "DIALECT", "EVENTSTREAM", "EventStreamFramer"]
@@ -81,15 +81,12 @@ _OTHER = ":message-type:"
 
 
 # ---- the framing ------------------------------------------------------------------------------------------------
-class _Item:
+class _Item(msgspec.Struct, gc=False):
     """One framed message as the codec takes it: ``event`` (the event's name, or a marker for an exception or an
     error) and ``data`` (its payload bytes)."""
 
-    __slots__ = ("event", "data")
-
-    def __init__(self, event: str | None, data: bytes) -> None:
-        self.event = event
-        self.data = data
+    event: str | None
+    data: bytes
 
 
 def _item(m: EventStreamMessage) -> _Item:
@@ -106,25 +103,37 @@ def _item(m: EventStreamMessage) -> _Item:
     return _Item(_OTHER + kind, m.payload)
 
 
-class EventStreamFramer:
+#: the ``event`` of the item each headers section gives, for the sections whose item carries the payload as it
+#: came (all but an error's): a stream repeats a handful of sections, one per event type
+_SECTION_EVENTS: dict[bytes, str | None] = {}
+_SECTION_EVENTS_MAX = 256
+_SECTION_EVENTS_SIZE = 512
+
+
+def _item_of(section: bytes, payload: bytes, offset: int) -> _Item:
+    """``_item`` of the message of ``section`` and ``payload``; the section's ``event`` is kept in
+    ``_SECTION_EVENTS`` when the item is ``_Item(event, payload)``: ``_item`` reads nothing but the headers (a
+    function of the section's bytes) and, except for an error, passes the payload through unchanged. A section
+    that fails to parse raises as it does in ``EventStreamDecoder`` (and is never kept)."""
+    item = _item(EventStreamMessage(_headers(section, offset) if section else {}, payload))
+    if item.data is payload and len(section) <= _SECTION_EVENTS_SIZE:  # not an error, whose data it builds
+        if len(_SECTION_EVENTS) >= _SECTION_EVENTS_MAX:
+            _SECTION_EVENTS.clear()  # start over rather than keep sections that may never come back
+        _SECTION_EVENTS[section] = item.event
+    return item
+
+
+class EventStreamFramer(EventStreamDecoder):
     """``EventStreamDecoder`` with the shape of the framers in ``toolwire.framing``: each message becomes an item
-    with ``.event`` and ``.data``. Bounded by ``max_message_bytes``; any chunking gives the same items; damage is
-    an ``EventStreamError`` (a ``FramingError``)."""
+    with ``.event`` and ``.data`` (``_item``), built straight from the message's checked bytes. Bounded by
+    ``max_message_bytes``; any chunking gives the same items; damage is an ``EventStreamError`` (a
+    ``FramingError``)."""
 
-    __slots__ = ("_decoder",)
+    __slots__ = ()
 
-    def __init__(self, max_message_bytes: int) -> None:
-        self._decoder = EventStreamDecoder(max_message_bytes)
-
-    @property
-    def has_pending(self) -> bool:
-        return self._decoder.has_pending
-
-    def feed(self, chunk: bytes) -> list[_Item]:
-        return [_item(m) for m in self._decoder.feed(chunk)]
-
-    def close(self) -> list[_Item]:
-        return [_item(m) for m in self._decoder.close()]
+    _build = staticmethod(_item_of)
+    _known = _SECTION_EVENTS  # type: ignore[assignment]
+    _make = _Item  # a section seen before: its event and the payload
 
 
 _PRELUDE = struct.Struct(">III")
@@ -300,9 +309,6 @@ class BedrockConverseCodec(Codec):
 
     # ---- payloads -----------------------------------------------------------------------------------------
     def on_payload(self, event: str | None, data: bytes) -> None:
-        if event is not None and event[:1] == ":":
-            self._not_an_event(event, data)
-            return
         if event == "contentBlockDelta":
             # the fast path: an argument fragment of a call block still streaming
             try:
@@ -316,6 +322,9 @@ class BedrockConverseCodec(Codec):
                     if text:
                         blk.rec.fragments.append(text)
                     return
+        elif event is not None and event[:1] == ":":  # (after the delta test: "contentBlockDelta" has no colon)
+            self._not_an_event(event, data)
+            return
         try:
             doc = _DECODE.decode(data)
         except msgspec.DecodeError as exc:

@@ -285,20 +285,29 @@ def _headers(section: bytes, offset: int) -> dict[str, HeaderValue]:
     return headers
 
 
-def _message(data: bytes, view: memoryview, start: int, total: int, hlen: int, offset: int) -> EventStreamMessage:
-    """The message at ``data[start:start + total]``, whose prelude was checked; ``view`` is ``data``'s view."""
+def _message_of(section: bytes, payload: bytes, offset: int) -> EventStreamMessage:
+    """The message of a headers section and a payload (``offset``: where it starts in the stream, for errors)."""
+    return EventStreamMessage(_headers(section, offset) if section else {}, payload)
+
+
+def _message_with(headers: dict[str, HeaderValue], payload: bytes) -> EventStreamMessage:
+    """The message of a section parsed before (``headers``: its entry in ``_HEADERS_SEEN``) and a payload:
+    what ``_message_of`` gives, which copies that entry too."""
+    return EventStreamMessage(headers.copy(), payload)
+
+
+_UNSEEN = object()
+
+
+def _crc_error(data: bytes, start: int, total: int, offset: int) -> EventStreamError:
+    """The message at ``data[start:start + total]`` whose checksum does not match its bytes."""
     end = start + total - 4
     expected = _U32_UNPACK(data, end)[0]
-    computed = zlib.crc32(view[start:end])
-    if computed != expected:
-        raise EventStreamError(
-            f"event-stream message checksum mismatch: the message says {expected:#010x}, its bytes give "
-            f"{computed:#010x}", code="crc_mismatch", offset=offset, section="message",
-            data=data[start:start + min(total, 200)])
-    hstart = start + _PRELUDE
-    hend = hstart + hlen
-    headers = _headers(data[hstart:hend], offset) if hlen else {}
-    return EventStreamMessage(headers, data[hend:end])
+    computed = zlib.crc32(data[start:end])
+    return EventStreamError(
+        f"event-stream message checksum mismatch: the message says {expected:#010x}, its bytes give "
+        f"{computed:#010x}", code="crc_mismatch", offset=offset, section="message",
+        data=data[start:start + min(total, 200)])
 
 
 def _prelude_error(prelude: bytes, limit: int, offset: int) -> EventStreamError:
@@ -338,6 +347,15 @@ class EventStreamDecoder:
     """
 
     __slots__ = ("_max", "_parts", "_plen", "_total", "_hlen", "_start", "_seen", "_failed")
+
+    #: What each checked message becomes (a subclass may build another object from the same bytes).
+    #: ``_build(headers section, payload, offset)`` is the authority: it reads the section (raising
+    #: ``bad_header``) and builds the message. A section it read before may be a key of ``_known``, whose value
+    #: gives the same message as ``_make(value, payload)`` without reading the section again: a stream repeats a
+    #: handful of sections, one per event type, and this spares a call per message.
+    _build = staticmethod(_message_of)
+    _known: dict[bytes, object] = _HEADERS_SEEN  # type: ignore[assignment]
+    _make = staticmethod(_message_with)
 
     def __init__(self, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
         self._max = max_message_bytes
@@ -392,25 +410,43 @@ class EventStreamDecoder:
             pos = self._fill(chunk, out)
             if self._plen:
                 return  # the chunk did not finish the pending message
-        view = memoryview(chunk)
-        limit = self._max
-        crc32 = zlib.crc32
-        unpack = _PRELUDE_UNPACK
-        while n - pos >= _PRELUDE:
-            total, hlen, pcrc = unpack(chunk, pos)
-            if crc32(view[pos:pos + 8]) != pcrc or total > limit or total < MIN_MESSAGE_BYTES \
-                    or hlen > total - MIN_MESSAGE_BYTES or hlen > MAX_HEADERS_BYTES:
-                raise _prelude_error(chunk[pos:pos + _PRELUDE], limit, seen + pos)
-            if pos + total > n:
-                self._total, self._hlen = total, hlen  # checked: what is held stays under the limit
-                break
-            out.append(_message(chunk, view, pos, total, hlen, seen + pos))
-            pos += total
+        pos = self._split(chunk, pos, seen, out)
         if pos < n:
             rest = chunk[pos:] if pos else chunk
             self._parts.append(rest)
             self._plen = len(rest)
             self._start = seen + pos
+
+    def _split(self, chunk: bytes, pos: int, seen: int, out: list) -> int:
+        """Append to ``out`` the messages that lie whole in ``chunk`` from ``pos`` on, each checked (prelude, then
+        message checksum) before anything in it is read; return where the first unfinished one starts (its
+        prelude checked and its lengths kept when the prelude is whole). ``seen``: where ``chunk`` starts in
+        the stream."""
+        n = len(chunk)
+        limit = self._max
+        crc32 = zlib.crc32
+        unpack = _PRELUDE_UNPACK
+        u32 = _U32_UNPACK
+        build, known, make = self._build, self._known, self._make
+        while n - pos >= _PRELUDE:
+            total, hlen, pcrc = unpack(chunk, pos)
+            if crc32(chunk[pos:pos + 8]) != pcrc or not MIN_MESSAGE_BYTES <= total <= limit \
+                    or hlen > total - MIN_MESSAGE_BYTES or hlen > MAX_HEADERS_BYTES:
+                raise _prelude_error(chunk[pos:pos + _PRELUDE], limit, seen + pos)
+            end = pos + total - 4  # where the message checksum is
+            if end + 4 > n:
+                self._total, self._hlen = total, hlen  # checked: what is held stays under the limit
+                break
+            # (a copy of the message, freed before the payload is copied: the peak stays what the payload takes)
+            if crc32(chunk[pos:end]) != u32(chunk, end)[0]:
+                raise _crc_error(chunk, pos, total, seen + pos)
+            hend = pos + _PRELUDE + hlen
+            section = chunk[pos + _PRELUDE:hend]
+            value = known.get(section, _UNSEEN)
+            payload = chunk[hend:end]
+            out.append(make(value, payload) if value is not _UNSEEN else build(section, payload, seen + pos))
+            pos = end + 4
+        return pos
 
     def _fill(self, chunk: bytes, out: list[EventStreamMessage]) -> int:
         """Take from ``chunk`` what the pending message still needs (its prelude first); return how much."""
@@ -437,9 +473,8 @@ class EventStreamDecoder:
         self._add(chunk[pos:pos + need])
         pos += need
         data = b"".join(self._parts)
-        self._parts, self._plen = [], 0
-        total, self._total = self._total, 0
-        out.append(_message(data, memoryview(data), 0, total, self._hlen, self._start))
+        self._parts, self._plen, self._total = [], 0, 0
+        self._split(data, 0, self._start, out)  # exactly one message, whose prelude was checked
         return pos
 
     def _add(self, piece: bytes) -> None:

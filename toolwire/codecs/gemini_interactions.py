@@ -250,14 +250,9 @@ class GeminiInteractionsCodec(Codec):
 
     # ---- payloads -------------------------------------------------------------------------------------
     def on_payload(self, event: str | None, data: bytes) -> None:
-        asm = self.asm
-        if data[:6] == b"[DONE]":
-            self.done = True
-            asm.stream_ended("[DONE]")
-            return
         try:
             ev = _EVENTS.decode(data)
-        except msgspec.ValidationError as exc:
+        except msgspec.ValidationError as exc:  # [DONE] among them: it starts like an array, not an object
             self._unusual(data, exc)
             return
         except msgspec.DecodeError as exc:
@@ -273,19 +268,21 @@ class GeminiInteractionsCodec(Codec):
             if type(d) is _ArgumentsDelta:
                 rec = st.rec
                 if rec is None or rec.server:
-                    asm.protocol_error(f"arguments_delta for {st.type} step {ev.index}")
+                    self.asm.protocol_error(f"arguments_delta for {st.type} step {ev.index}")
                 elif d.arguments:
                     rec.fragments.append(d.arguments)
             elif type(d) is _TextDelta:
                 st.text.append(d.text)
                 if d.text:
-                    asm.add_text(d.text)
+                    self.asm.add_text(d.text)
             elif type(d) is _SignatureDelta:
                 if d.signature:
                     self._signature(st, d.signature)
             else:
                 self._whole_arguments(st, d)
-        elif cls is _StepStart or cls is _ContentStart:
+            return
+        asm = self.asm
+        if cls is _StepStart or cls is _ContentStart:
             if cls is _ContentStart:
                 self._legacy = True
             self._start(ev.index, ev.step if cls is _StepStart else ev.content)
@@ -321,6 +318,10 @@ class GeminiInteractionsCodec(Codec):
         """Not a known event: an unknown event or delta type is skipped, a whole Interaction body is read, and
         a known event with a wrong shape is a protocol error."""
         asm = self.asm
+        if data[:6] == b"[DONE]":  # the stream's end (the ``[DONE]`` after the completion is ``after_end``'s)
+            self.done = True
+            asm.stream_ended("[DONE]")
+            return
         try:
             env = _ENVELOPE.decode(data)
         except (msgspec.DecodeError, msgspec.ValidationError):

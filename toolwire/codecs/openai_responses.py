@@ -272,13 +272,12 @@ class OpenAIResponsesCodec(Codec):
         self._items: dict[str, _ItemState] = {}  # by item id ("fc_…"): what deltas name
         self._by_index: dict[int, _ItemState] = {}  # by output_index
         self._order: list[_ItemState] = []
-        self._seq: int | None = None
+        self._next_seq: int | None = None  # the sequence_number the next event must carry (None: any)
         self._started = False
         self._cut: list[Any] = []  # complete calls whose item ended with status "incomplete"
 
     # ---- payloads -------------------------------------------------------------------------------------
     def on_payload(self, event: str | None, data: bytes) -> None:
-        asm = self.asm
         try:
             ev = _EVENTS.decode(data)
         except msgspec.DecodeError as exc:  # ValidationError included: unknown types, bodies, bad shapes
@@ -286,10 +285,9 @@ class OpenAIResponsesCodec(Codec):
             return
         sn = ev.sequence_number
         if sn is not None:
-            last = self._seq
-            if last is not None and sn != last + 1:
-                self._sequence_problem(last, sn)
-            self._seq = sn
+            if sn != self._next_seq and self._next_seq is not None:
+                self._sequence_problem(self._next_seq - 1, sn)
+            self._next_seq = sn + 1
         cls = type(ev)
         if cls is _ArgsDelta or cls is _InputDelta:
             # hot path: one dict lookup by item_id and one list append
@@ -300,6 +298,7 @@ class OpenAIResponsesCodec(Codec):
             if ev.delta:
                 it.rec.fragments.append(ev.delta)  # a fragment after the call ended fails it
             return
+        asm = self.asm
         if cls is _TextDelta:
             if ev.delta:
                 asm.add_text(ev.delta)
@@ -358,9 +357,9 @@ class OpenAIResponsesCodec(Codec):
         if isinstance(t, str) and t not in _KNOWN:
             sn = env.sequence_number
             if isinstance(sn, int) and not isinstance(sn, bool):
-                if self._seq is not None and sn != self._seq + 1:
-                    self._sequence_problem(self._seq, sn)
-                self._seq = sn
+                if sn != self._next_seq and self._next_seq is not None:
+                    self._sequence_problem(self._next_seq - 1, sn)
+                self._next_seq = sn + 1
             if _log.enabled(_log.DEBUG):
                 _log.emit(_log.DEBUG, "payload.skipped", provider=self.provider, reason="unknown event type",
                           type=t, position=asm.position)
