@@ -77,22 +77,17 @@ def _ended_call(asm: Assembler, **kw):
     return rec, event.call
 
 
-def test_an_ended_call_unchanged_is_the_same_tool_call():
+def test_the_event_call_and_the_turn_call_are_separate_objects_that_agree():
+    """An ended call's event and the turn give equal ToolCalls that are not the same object."""
     asm = Assembler("gemini")
     rec, call = _ended_call(asm)
     turn = asm.build_turn()
-    assert turn.calls[0] is call and rec.to_call() is call
+    assert turn.calls[0] is not call and turn.calls[0] == call and rec.to_call() == call
     assert call.args == {"a": [1, {"b": "é"}]} and call.provider_meta == {"part_index": 0}
 
 
-def _fresh_equal(rec, got):
-    rec._call = None
-    fresh = rec.to_call()
-    assert got == fresh
-    return got
-
-
-def test_a_change_after_the_end_makes_a_new_tool_call():
+def test_a_change_after_the_end_reaches_the_turn():
+    """What a codec changes on a record after its call ended (id, name, metadata, a later cut) is in the turn."""
     changes = [
         lambda rec: setattr(rec, "call_id", "c2"),
         lambda rec: setattr(rec, "name", "g"),
@@ -101,30 +96,46 @@ def test_a_change_after_the_end_makes_a_new_tool_call():
         lambda rec: rec.owner.truncate(rec, ProblemCode.CUT_BY_LENGTH, "cut"),
         lambda rec: setattr(rec, "args", None),
         lambda rec: setattr(rec, "raw", rec.raw + " "),
-        lambda rec: setattr(rec, "alias_ids", ["x"]),  # not in a ToolCall: the same one is right
     ]
-    for i, change in enumerate(changes):
+    for change in changes:
         asm = Assembler("gemini")
         rec, call = _ended_call(asm)
         change(rec)
-        got = _fresh_equal(rec, asm.build_turn().calls[0])
-        assert (got is call) == (i == len(changes) - 1)
+        got = asm.build_turn().calls[0]
+        assert got == rec.to_call() and got != call
     asm = Assembler("gemini")
     rec, call = _ended_call(asm)
-    rec.owner.truncate(rec, ProblemCode.CUT_BY_LENGTH, "cut")  # (a truncation after the end: a new one)
+    rec.owner.truncate(rec, ProblemCode.CUT_BY_LENGTH, "cut")  # (a truncation after the end)
     got = asm.build_turn().calls[0]
     assert got.state is CallState.TRUNCATED and got.args is None and len(got.history) == 2
     assert call.state is CallState.COMPLETE and len(call.history) == 1
 
 
 def test_an_edited_provider_meta_or_history_of_the_event_does_not_reach_the_turn():
+    """Editing the event's call (its metadata, appending to or replacing an entry of its history) leaves the
+    turn's call as the record says."""
     asm = Assembler("gemini")
     rec, call = _ended_call(asm)
     call.provider_meta["mine"] = 1
-    call.history.append(call.history[0])
+    first = call.history[0]
+    call.history.append(first)
     turn = asm.build_turn()
     assert turn.calls[0] is not call
     assert turn.calls[0].provider_meta == {"part_index": 0} and len(turn.calls[0].history) == 1
+    assert turn.calls[0].history[0] == first
+
+
+def test_a_history_entry_replaced_in_place_does_not_reach_the_turn():
+    """Replacing an entry of the event's call history (same length) is not seen in the turn's call."""
+    asm = Assembler("anthropic")
+    rec = asm.open_call(call_id="c1", name="f")
+    rec.append('{"a": 1}')
+    asm.complete(rec)
+    call = next(e.call for e in asm.take_events() if isinstance(e, CallCompleted))
+    before = list(call.history)
+    call.history[0] = call.history[-1]
+    turn = asm.build_turn()
+    assert turn.calls[0].history == before
 
 
 def test_an_open_call_is_made_anew_each_time():

@@ -303,11 +303,11 @@ def test_a_usage_error_of_the_cli_is_one_line():
 @pytest.mark.parametrize("provider", sorted(toolwire.PROVIDERS))
 @pytest.mark.parametrize("tail", ["", "]" * 3, '"x'])
 def test_a_short_payload_of_only_opening_brackets_is_limit_exceeded(provider, tail):
-    """A payload too short to be deep JSON that does not decode, but opens more levels than allowed, is still
-    refused as too deep (the cheap length rule never turns a limit error into another one)."""
+    """A payload too short to be deep JSON that does not decode, but opens more levels than allowed, is refused
+    as too deep, not as a payload that does not decode."""
     from toolwire.codecs.eventstream import encode_message
 
-    payload = ("[" * 130 + tail).encode()  # under twice the 116-level payload limit: skipped by the bracket count
+    payload = ("[" * 130 + tail).encode()  # under twice the 116-level payload limit
     if provider == "bedrock-converse":
         data = encode_message({":event-type": "contentBlockDelta", ":content-type": "application/json",
                                ":message-type": "event"}, payload)
@@ -345,3 +345,48 @@ def test_no_payload_says_what_the_input_held(data, says):
     """The no_payload error tells an empty input from white space and from bytes with no message in them."""
     turn = toolwire.parse("anthropic", data)
     assert turn.error.type == "no_payload" and turn.error.message.endswith(says), turn.error.message
+
+
+def _deep_tail(provider: str, payload: bytes) -> bytes:
+    from toolwire.codecs.eventstream import encode_message
+
+    if provider == "bedrock-converse":
+        return encode_message({":exception-type": "modelStreamErrorException", ":content-type": "application/json",
+                               ":message-type": "exception"}, payload)
+    return b"data: " + payload + b"\n\n"
+
+
+@pytest.mark.parametrize("provider", sorted(toolwire.PROVIDERS))
+@pytest.mark.parametrize("payload", [b"[" * 117, b"[DONE]" + b"[" * 117, b'{"message":' + b"[" * 117 + b"}"])
+def test_a_short_deep_payload_that_is_never_decoded_is_limit_exceeded(provider, payload):
+    """A payload too short to be deep JSON but opening more levels than allowed is refused as too deep even where
+    nothing decodes it (after the terminator, read as a repeated [DONE], an exception frame's message): the turn
+    whose calls had all ended is not runnable."""
+    from ..dialects import adapter
+
+    case = adapter(provider).small_case()
+    turn = toolwire.parse(provider, case.data + _deep_tail(provider, payload), format=adapter(provider).stream_format)
+    assert turn.error is not None and turn.error.type == "limit_exceeded", turn.error
+    assert turn.runnable_calls == []
+
+
+def test_a_deep_done_sentinel_in_the_middle_of_a_responses_stream_stops_it():
+    """Responses: a short `[DONE]` followed by deep brackets mid-stream is a limit error; the call after it never
+    becomes runnable."""
+    def ev(d):
+        return b"data: " + json.dumps(d).encode() + b"\n\n"
+
+    item = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "f", "arguments": "",
+            "status": "in_progress"}
+    done = dict(item, arguments="{}", status="completed")
+    data = (ev({"type": "response.created", "response": {"id": "resp_1", "status": "in_progress", "output": []},
+                "sequence_number": 0})
+            + ev({"type": "response.output_item.added", "output_index": 0, "item": item, "sequence_number": 1})
+            + b"data: [DONE]" + b"[" * 117 + b"\n\n"
+            + ev({"type": "response.function_call_arguments.done", "item_id": "fc_1", "output_index": 0,
+                  "arguments": "{}", "sequence_number": 2})
+            + ev({"type": "response.output_item.done", "output_index": 0, "item": done, "sequence_number": 3})
+            + ev({"type": "response.completed", "response": {"id": "resp_1", "status": "completed", "output": [done]},
+                  "sequence_number": 4}))
+    turn = toolwire.parse("openai-responses", data, format="sse")
+    assert turn.error.type == "limit_exceeded" and turn.runnable_calls == [] and not turn.finished_cleanly

@@ -228,11 +228,10 @@ class Codec:
         asm = self.asm
         on_payload = self.on_payload
         deepest = asm.max_depth + ENVELOPE_DEPTH
-        # JSON that decodes and nests deeper than ``deepest`` has an opening and a closing bracket per level, so
-        # bytes no longer than ``shallow`` are either not that deep or do not decode (and ``bad_payload`` then
-        # tells which); longer ones with no more than ``deepest`` opening brackets cannot be that deep
-        # (json_depth_exceeds' own first test, made here without the call for the usual payload)
-        shallow = 2 * deepest + 1
+        # bytes with no more than ``deepest`` opening brackets in all cannot nest deeper (json_depth_exceeds' own
+        # first test, made here in one C pass without the call). Every payload is tested, however short: some are
+        # never decoded (one after the terminator, a ``[DONE]`` sentinel, an exception frame's text), so a payload
+        # too short to be deep JSON is not thereby harmless
         for item in payloads:
             asm.position += 1
             if asm.failed:
@@ -241,8 +240,7 @@ class Codec:
                 event, data = item.event, item.data
             else:
                 event, data = None, item  # a bare payload (the SSE decoder's usual message, or unframed)
-            if (type(data) is not bytes or (len(data) > shallow
-                                            and len(data.translate(None, _NOT_OPENERS)) > deepest)) \
+            if (type(data) is not bytes or len(data.translate(None, _NOT_OPENERS)) > deepest) \
                     and json_depth_exceeds(data, deepest):
                 self.too_deep()
                 continue
@@ -261,17 +259,9 @@ class Codec:
         asm.limit_exceeded(f"a {self.provider} payload nests deeper than {asm.max_depth + ENVELOPE_DEPTH} levels "
                            f"(max_depth {asm.max_depth} plus the envelope's {ENVELOPE_DEPTH})")
 
-    def deeper_than_allowed(self, data: Any) -> bool:
-        """True when ``data`` (a payload that did not decode, or a part of one) nests past the payload limit:
-        ``feed_payloads`` leaves short payloads to this check, made only once one fails."""
-        return isinstance(data, (bytes, str)) and json_depth_exceeds(data, self.asm.max_depth + ENVELOPE_DEPTH)
-
     def payload_failed(self, exc: Exception, data: bytes) -> None:
         """A payload made the codec fail in a way it did not foresee (a value of an unexpected type deep in
         it, text that is not UTF-8 …): a protocol error on the turn, never an exception for the caller."""
-        if self.deeper_than_allowed(data):
-            self.too_deep()
-            return
         _log.emit(_log.WARNING, "payload.failed", provider=self.provider, error=type(exc).__name__,
                   position=self.asm.position)
         self.asm.protocol_error(f"{self.provider} payload could not be understood ({type(exc).__name__}: "
@@ -334,9 +324,6 @@ class Codec:
         """A payload (or a part of one) that does not decode: a protocol error, or a cut when it is the last
         payload, taken from a line the stream ended inside."""
         asm = self.asm
-        if self.deeper_than_allowed(data):
-            self.too_deep()
-            return
         if asm.closing:
             # the last payload, taken from a line the stream ended inside: a cut, not garbage
             asm.stream_error(StreamError(type="stream_cut", message="the stream ended inside a payload"),

@@ -75,7 +75,7 @@ class CallRecord:
     __slots__ = (
         "state", "provider", "local_id", "call_id", "name", "kind", "index", "choice", "server", "server_type",
         "frags", "initial", "final", "args", "raw", "problem", "meta", "history", "emitted", "position_of",
-        "alias_ids", "announced_at", "nchars", "fragments", "owner", "_guard", "_call", "__weakref__",
+        "alias_ids", "announced_at", "nchars", "fragments", "owner", "_guard", "__weakref__",
     )
 
     def __init__(self, *, provider: str, local_id: str, call_id: str | None, name: str | None,
@@ -131,7 +131,6 @@ class CallRecord:
         self._guard = _Checked(self)
         #: where a codec appends a fragment: the list while accumulating, the guard otherwise
         self.fragments: Any = self._guard
-        self._call: ToolCall | None = None  # the last ``to_call()`` of an ended call (see there)
         MACHINE.add_model(self)
 
     @classmethod
@@ -167,7 +166,6 @@ class CallRecord:
         rec.owner = None
         rec._guard = _Checked(rec)
         rec.fragments = rec._guard
-        rec._call = None
         MACHINE.add_model(rec, initial=call.state)
         return rec
 
@@ -254,24 +252,12 @@ class CallRecord:
         MACHINE.remove_model(self)
 
     def to_call(self) -> ToolCall:
-        """The call as a ``ToolCall``. An ended call's is made once and given again while it still says what the
-        record says (the assembler asks when the call ends, for its event, and again for the turn): a codec may
-        still change the call's id, name or metadata, and the call may take another transition (a token limit
-        that cuts it after its end), so every field a record can change is compared first, and a ``ToolCall``
-        that differs in any (its ``provider_meta`` edited, too) is made anew."""
+        """The call as a ``ToolCall``, made anew each time: the event's call and the turn's are separate objects,
+        so editing one (its ``provider_meta``, its ``history``) never reaches the other."""
         state = self.state
-        call = self._call
-        if call is not None and call.state is state and len(call.history) == len(self.history) \
-                and call.call_id is self.call_id and call.name is self.name and call.raw_arguments is self.raw \
-                and call.problem is self.problem and call.args is (self.args if isinstance(self.args, dict) else None) \
-                and call.kind is self.kind and call.index is self.index and call.choice is self.choice \
-                and call.local_id is self.local_id and call.provider is self.provider \
-                and call.announced_at is self.announced_at and call.provider_meta == self.meta:
-            # (the history only grows: the same length is the same transitions)
-            return call
         raw = self.raw if state is not _ANNOUNCED and state is not _ACCUMULATING else self.text()
         args = self.args
-        call = ToolCall(
+        return ToolCall(
             provider=self.provider, local_id=self.local_id, call_id=self.call_id, index=self.index,
             name=self.name, kind=self.kind, args=args if isinstance(args, dict) else None,
             raw_arguments=raw, state=state, problem=self.problem, choice=self.choice,
@@ -279,9 +265,6 @@ class CallRecord:
             history=list(starmap(Transition, self.history)),  # each Step is (trigger, src, dst, position)
             announced_at=self.announced_at,
         )
-        if state is not _ANNOUNCED and state is not _ACCUMULATING:  # (an open call's text is made anew each time)
-            self._call = call
-        return call
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid
         return f"<CallRecord {self.local_id} {self.call_id!r} {self.name!r} {self.state.value}>"
