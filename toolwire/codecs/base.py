@@ -242,7 +242,8 @@ class Codec:
                 event, data = None, item  # a bare payload (the SSE decoder's usual message, or unframed)
             if (type(data) is not bytes or len(data.translate(None, _NOT_OPENERS)) > deepest) \
                     and json_depth_exceeds(data, deepest):
-                self.too_deep()
+                asm.limit_exceeded(f"a {self.provider} payload nests deeper than {deepest} levels (max_depth "
+                                   f"{asm.max_depth} plus the envelope's {ENVELOPE_DEPTH})")
                 continue
             try:
                 if asm.ended_by is not None:
@@ -252,12 +253,6 @@ class Codec:
                     on_payload(event, data)
             except Exception as exc:  # noqa: BLE001 - whatever a payload does, it is the provider's mistake
                 self.payload_failed(exc, data)
-
-    def too_deep(self) -> None:
-        """The payload being handled nests deeper than ``max_depth`` plus the envelope's levels: a limit error."""
-        asm = self.asm
-        asm.limit_exceeded(f"a {self.provider} payload nests deeper than {asm.max_depth + ENVELOPE_DEPTH} levels "
-                           f"(max_depth {asm.max_depth} plus the envelope's {ENVELOPE_DEPTH})")
 
     def payload_failed(self, exc: Exception, data: bytes) -> None:
         """A payload made the codec fail in a way it did not foresee (a value of an unexpected type deep in

@@ -260,11 +260,13 @@ class OpenAIChatCodec(Codec):
                 asm.choice(ch.index)
             if d is not None:
                 tcs = d.tool_calls
+                if d.function_call is not None:  # the deprecated single-function form, after any tool calls
+                    tcs = [*(tcs or ()), _ToolCall(index=-1, function=d.function_call)]
                 if tcs:
                     for tc in tcs:
                         fn = tc.function
-                        # ``_tool_call``'s hot path, inlined (same test): a continuation fragment (no id, no
-                        # name) for an accumulating call at a known index
+                        # the hot path: a continuation fragment (no id, no name) for an accumulating call at a
+                        # known index; anything else goes through ``_tool_call``
                         if not whole and not tc.id and fn is not None and not fn.name and tc.index is not None:
                             rec = st.by_index.get(tc.index)
                             if rec is not None and rec.state is _ACC:
@@ -276,8 +278,6 @@ class OpenAIChatCodec(Codec):
                 if d.content:
                     if isinstance(d.content, str):
                         asm.add_text(d.content, ch.index)
-                if d.function_call is not None:
-                    self._tool_call(ch.index, st, _ToolCall(index=-1, function=d.function_call), whole)
                 if d.reasoning_content:
                     st.reasoning.append(d.reasoning_content)
             if ch.finish_reason:
@@ -289,14 +289,6 @@ class OpenAIChatCodec(Codec):
 
     def _tool_call(self, choice: int, st: _ChoiceCalls, tc: _ToolCall, whole: bool) -> None:
         fn = tc.function
-        # hot path: a continuation fragment (no id, no name) for an accumulating call at a known index
-        if not whole and not tc.id and fn is not None and not fn.name and tc.index is not None:
-            rec = st.by_index.get(tc.index)
-            if rec is not None and rec.state is _ACC:
-                args = fn.arguments
-                if args:
-                    rec.fragments.append(args if isinstance(args, str) else self.to_text(args))
-                return
         asm = self.asm
         if st.finished:
             asm.protocol_error(f"tool call fragment after finish_reason in choice {choice}")
