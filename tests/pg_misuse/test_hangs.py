@@ -147,3 +147,43 @@ def test_constructor_with_two_silent_hosts_ends_within_timeout(blackhole):
     elapsed, (how, value) = bounded(lambda: PostgresLedger(dsn, timeout=3), 30)
     assert how == "raised" and isinstance(value, LedgerError), value
     assert elapsed < 3 + 1.0, f"took {elapsed:.2f} s with timeout=3"
+
+
+_SETUP = b"set_config('statement_timeout'"  # the statement that sets up each new connection of the pools
+
+
+def test_claim_and_close_end_within_timeout_when_a_new_connection_is_never_set_up(proxy):
+    """A server that stops answering while a new connection is set up: claim is a LedgerError within timeout
+    (+ slack), and close() returns within the connect timeout (no pool thread stays blocked on the set-up)."""
+    ledger = PostgresLedger(proxy.url, timeout=TIMEOUT)
+    proxy.freeze_replies_after(_SETUP)
+    elapsed, (how, value) = bounded(lambda: ledger.claim(_key()), TIMEOUT + SLACK)
+    assert how == "raised" and isinstance(value, LedgerError), value
+    # a pool thread may still be connecting (libpq's connect timeout: 2 s here); psycopg_pool gives a stuck
+    # thread 5 s before it closes the pool without it
+    elapsed, (how, value) = bounded(ledger.close, TIMEOUT + 1.0)
+    assert how == "ok", value
+
+
+def test_aclaim_and_asyncio_run_end_within_timeout_when_a_new_connection_is_never_set_up(proxy):
+    """The async twin: asyncio.run of an aclaim ends within timeout (+ slack) with a LedgerError; the loop's end
+    does not wait for a pool task cancelled while it set up a connection (psycopg's cancel request then waits
+    ten seconds on a server that does not answer)."""
+    ledger = PostgresLedger(proxy.url, timeout=TIMEOUT)
+    proxy.freeze_replies_after(_SETUP)
+    elapsed, (how, value) = bounded(lambda: asyncio.run(ledger.aclaim(_key())), TIMEOUT + SLACK)
+    assert how == "raised" and isinstance(value, LedgerError), value
+
+
+@pytest.mark.parametrize("how", ["run", "arun"])
+def test_ledger_works_again_after_a_server_that_stalled_while_a_connection_was_set_up(proxy, how):
+    """After the server stalled during a connection's set-up and came back, the same ledger claims again (the
+    pool did not keep a worker stuck on the stalled statement)."""
+    ledger = PostgresLedger(proxy.url, timeout=TIMEOUT)
+    proxy.freeze_replies_after(_SETUP)
+    claim = (lambda k: ledger.claim(k)) if how == "run" else (lambda k: asyncio.run(ledger.aclaim(k)))
+    elapsed, (outcome, value) = bounded(lambda: claim(_key()), TIMEOUT + SLACK)
+    assert outcome == "raised" and isinstance(value, LedgerError), value
+    proxy.cut()  # the held connections are dropped, and the proxy forwards again
+    elapsed, (outcome, value) = bounded(lambda: claim(_key()), TIMEOUT + SLACK)
+    assert outcome == "ok" and value is None, value

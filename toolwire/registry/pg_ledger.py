@@ -189,6 +189,8 @@ class PostgresLedger:
         #: failed claims whose rows may exist (committed, reply lost) and could not be removed yet
         self._unreleased: collections.deque[tuple[LedgerKey, str]] = collections.deque(maxlen=_UNRELEASED_MAX)
         self._connect_kwargs = {"autocommit": True, "connect_timeout": max(2, math.ceil(self.timeout))}
+        #: the pooled connections that carry this ledger's session settings (see ``_session_settings``)
+        self._set_up: weakref.WeakSet[Any] = weakref.WeakSet()
         self._create_schema()
 
     # ---- connections ----------------------------------------------------------------------------------
@@ -231,21 +233,19 @@ class PostgresLedger:
         is_async = pool_class is self._pool_mod.AsyncConnectionPool
         return dict(min_size=1, max_size=self.pool_size, timeout=self.timeout, kwargs=dict(self._connect_kwargs),
                     open=False, name="toolwire-ledger", check=_acheck if is_async else _check,
-                    reconnect_timeout=min(self.timeout, _RECONNECT),
-                    configure=self._aconfigure if is_async else self._configure)
+                    reconnect_timeout=min(self.timeout, _RECONNECT))
 
     def _session_settings(self) -> tuple[str, tuple]:
         """Statements and lock waits end on the server after ``timeout`` (a table locked by a migration, a
-        slow server): the operation then fails like a lost connection, within its deadline."""
+        slow server): the operation then fails like a lost connection, within its deadline.
+
+        Sent by the first operation on each connection, under that operation's deadline, rather than by the
+        pool's ``configure`` hook: the pool runs that hook on its own worker, where a server that stops answering
+        would hold the worker (one of three) forever, and where the task cancelled at the end of ``asyncio.run``
+        makes psycopg wait ten seconds for a cancel request the server never answers."""
         ms = max(1, int(self.timeout * 1000))
         return "SELECT set_config('statement_timeout', %s, false), set_config('lock_timeout', %s, false)", \
             (f"{ms}ms", f"{ms}ms")
-
-    def _configure(self, conn: Any) -> None:
-        conn.execute(*self._session_settings())
-
-    async def _aconfigure(self, conn: Any) -> None:
-        await conn.execute(*self._session_settings())
 
     def _sync_pool(self) -> Any:
         """This process's sync pool (opened here, once per process)."""
@@ -343,6 +343,9 @@ class PostgresLedger:
             # thread forever: past the deadline the connection's socket is shut down, which fails the statement
             guard = _WATCHDOG.arm(request.hard_limit(), conn)
             try:
+                if conn not in self._set_up:
+                    _execute(conn, self._session_settings())
+                    self._set_up.add(conn)
                 return drive(request.steps, functools.partial(_execute, conn))
             finally:
                 guard.cancel()
@@ -355,6 +358,9 @@ class PostgresLedger:
         async with pool.connection(timeout=request.wait()) as conn:
             guard = asyncio.get_running_loop().call_later(request.hard_limit(), _shut_down, conn)
             try:
+                if conn not in self._set_up:
+                    await _aexecute(conn, self._session_settings())
+                    self._set_up.add(conn)
                 return await adrive(request.steps, functools.partial(_aexecute, conn))
             finally:
                 guard.cancel()
