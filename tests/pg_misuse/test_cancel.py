@@ -101,3 +101,73 @@ def test_claim_committed_then_server_gone_is_not_outcome_unknown_forever(cluster
     assert first.kind is ResultKind.NOT_RUN and ran == []
     [again] = Dispatcher(registry, ledger=ledger).run(turn, conversation_id=conv)
     assert again.kind is not ResultKind.OUTCOME_UNKNOWN, (again.kind, _rows(cluster.url, conv), ran)
+
+
+_STALLS = {
+    # the server stops answering altogether: the pool's check of the connection is what waits
+    "check": lambda proxy: proxy.freeze(),
+    # the claim's INSERT reaches the server and commits; its reply is what waits
+    "statement": lambda proxy: proxy.freeze_replies_after(b"INSERT INTO toolwire_ledger"),
+}
+
+
+@pytest.mark.parametrize("stall", sorted(_STALLS))
+def test_aclaim_cancelled_by_the_callers_timeout_ends_promptly_on_a_server_that_stopped_answering(cluster, proxy,
+                                                                                                stall):
+    """asyncio.wait_for(aclaim, 0.5) on a server that stopped answering ends with TimeoutError within a second or
+    two (psycopg alone answers a cancelled statement with a cancel request it waits 5 s for); the ledger works
+    again once the server answers."""
+    ledger = PostgresLedger(proxy.url, timeout=10)
+    key = toolwire.registry.LedgerKey("prompt-" + uuid.uuid4().hex, "k")
+
+    async def main():
+        assert await ledger.aget(toolwire.registry.LedgerKey("warm", "up")) is None  # a connection is pooled
+        _STALLS[stall](proxy)
+        t = time.monotonic()
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(ledger.aclaim(key), 0.5)
+        waited = time.monotonic() - t
+        proxy.cut()
+        return waited, await ledger.aclaim(toolwire.registry.LedgerKey("prompt-" + uuid.uuid4().hex, "k"))
+
+    _, (how, value) = bounded(lambda: asyncio.run(main()), 30)
+    assert how == "ok", value
+    waited, claimed = value
+    # 0.5 s, then the removal of a row the cancelled claim may have committed (at most 0.3 s to reach the server,
+    # plus the half second its watchdog allows): well under psycopg's 5 s cancel request
+    assert waited < 3.0 and claimed is None, value
+
+
+@pytest.mark.parametrize("stall", sorted(_STALLS))
+def test_arun_cancelled_by_the_callers_timeout_ends_promptly_and_the_write_runs_once_later(cluster, proxy, stall):
+    """A write's arun under asyncio.wait_for, cancelled while its claim waits on a stalled server, ends within a
+    second or two with the handler not run; dispatched again once the server answers, it runs exactly once."""
+    ran: list[str] = []
+
+    async def save_note(text: str) -> str:
+        """Save a note."""
+        ran.append(text)
+        return "saved"
+
+    registry = toolwire.Registry([toolwire.Tool.from_function(save_note, effect="write")])
+    ledger = PostgresLedger(proxy.url, timeout=10)
+    conv = "prompt-" + uuid.uuid4().hex
+    turn = toolwire.parse("gemini", body("gemini", [("", "save_note", {"text": "x"})]))
+
+    async def main():
+        await ledger.aget(toolwire.registry.LedgerKey("warm", "up"))
+        _STALLS[stall](proxy)
+        t = time.monotonic()
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(Dispatcher(registry, ledger=ledger).arun(turn, conversation_id=conv), 0.5)
+        waited = time.monotonic() - t
+        assert ran == []
+        proxy.cut()
+        [again] = await Dispatcher(registry, ledger=ledger).arun(turn, conversation_id=conv)
+        return waited, again
+
+    _, (how, value) = bounded(lambda: asyncio.run(main()), 30)
+    assert how == "ok", value
+    waited, again = value
+    assert waited < 3.0, waited
+    assert again.kind is ResultKind.OK and ran == ["x"], (again.kind, _rows(cluster.url, conv), ran)
