@@ -46,7 +46,8 @@ class StreamParser:
     ``keep_calls=False`` is a streaming mode for gateways: each call is forgotten once its end event
     (``CallCompleted`` / ``CallTruncated`` / ``CallErrored``) was returned, so memory is bounded by the calls
     still open rather than the whole response (Anthropic keeps only each ended call's id, to refuse a replayed
-    block); the final Turn then holds only calls still open at close and no assistant message. Both modes
+    block; Gemini keeps each payload that carried a whole part, about its own size, because the default mode's
+    replay of those parts is checked at close in both modes, so that both fail alike); the final Turn then holds only calls still open at close and no assistant message. Both modes
     report the same finish reason, error and call end events. (Chat Completions calls all end at the choice's
     finish_reason, so there they are held until it arrives.) A fragment for a call the streaming mode already
     forgot is a protocol error on the turn; the default mode also reports that call ``errored`` again.
