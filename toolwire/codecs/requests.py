@@ -13,6 +13,7 @@ import copy
 import os
 import re
 import time
+import urllib.parse
 from collections.abc import Callable
 from typing import Any, ClassVar, Mapping
 
@@ -247,6 +248,27 @@ def read_error(cap: Capabilities, status: int, headers: Mapping[str, str], body:
 _FieldRule = tuple[tuple[str, ...], str, str]
 
 
+def checked_base_url(url: Any, source: str) -> str:
+    """``url`` when it is an absolute http(s) URL with a host (a path prefix allowed); else a ``UsageError``
+    naming ``source`` (``base_url`` or the environment variable it came from). The URL is not repeated in the
+    message: it may carry credentials."""
+    if not isinstance(url, str):
+        raise UsageError(f"{source} must be a string (an http:// or https:// URL), got {type(url).__name__}")
+    if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in url):
+        raise UsageError(f"{source} must be an http:// or https:// URL: it contains white space or control "
+                         "characters")
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # a port that is no number, or out of range, raises here
+    except ValueError as exc:
+        raise UsageError(f"{source} is not a URL ({exc})") from None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        got = f"scheme {parts.scheme!r}" if parts.scheme else "no scheme"
+        raise UsageError(f"{source} must be an http:// or https:// URL with a host (like "
+                         f"'http://127.0.0.1:8080'), got {got}{'' if parts.hostname else ' and no host'}")
+    return url
+
+
 class HTTP:
     """How to call one dialect's API over HTTP: the ``http`` part of its ``Dialect`` record.
 
@@ -330,7 +352,13 @@ class HTTP:
         """Where and how to send one request (see ``toolwire.codecs.requests.endpoint``)."""
         from . import dialect_for
 
-        base = (base_url or os.environ.get(self.base_url_env) or self.default_base_url).rstrip("/")
+        if base_url:
+            base = checked_base_url(base_url, "base_url")
+        elif os.environ.get(self.base_url_env):
+            base = checked_base_url(os.environ[self.base_url_env], self.base_url_env)
+        else:
+            base = self.default_base_url
+        base = base.rstrip("/")
         key = self.api_key(api_key)
         headers = {"content-type": "application/json", "user-agent": "toolwire"}
         if stream and dialect_for(self.dialect).codec.framing.name == "sse":

@@ -40,7 +40,7 @@ import msgspec
 from ... import _log
 from ...errors import UsageError
 from ..capabilities import Capabilities
-from ..requests import HTTP, Endpoint, ProviderErrorInfo, _header_delay, merge_body
+from ..requests import HTTP, Endpoint, ProviderErrorInfo, _header_delay, checked_base_url, merge_body
 
 __all__ = ["BedrockConverseHTTP", "PART", "ERROR_CLASSES", "region"]
 
@@ -150,7 +150,7 @@ def _endpoint_from_env() -> str | None:
     for name in _ENDPOINT_ENV:
         value = os.environ.get(name, "").strip()
         if value:
-            return value
+            return checked_base_url(value, name)
     return None
 
 
@@ -198,7 +198,7 @@ class BedrockConverseHTTP(HTTP):
     def endpoint(self, *, model: str, stream: bool = True, base_url: str | None = None,
                  api_key: str | None = None) -> Endpoint:
         where = region()
-        base = base_url or _endpoint_from_env()
+        base = checked_base_url(base_url, "base_url") if base_url else _endpoint_from_env()
         if not base:
             if where is None:
                 raise UsageError("no AWS region for bedrock-converse: set AWS_REGION (or AWS_DEFAULT_REGION, or a "
