@@ -8,7 +8,10 @@ and answers it), ``count``; ``huge_json`` (answers with an ``application/json`` 
 ``big_sse`` (answers with one SSE event of ``bytes`` bytes), ``hang_sse`` (starts an SSE answer, then sends
 nothing), ``broken_sse`` / ``broken_sse_write`` (SSE whose event is not JSON, then a cut one; the write counts
 first), ``cut_json`` / ``cut_json_write`` (promises a body longer than it sends, then closes), ``redirect`` (a 307
-to ``--redirect-to``).
+to ``--redirect-to``); ``bump_then_status`` (a write that counts, then answers with HTTP ``status``, default
+502, and an HTML body: a gateway whose upstream ran the call), ``status_read`` (the same for a read, without
+counting), ``bump_then_internal_error`` (a write that counts, then answers JSON-RPC -32603), ``refuse_write``
+(answers JSON-RPC -32602 at HTTP 400, counting nothing).
 
 Options: ``--port``, ``--status CODE`` (answer every POST with CODE), ``--redirect-all URL`` (answer every POST
 with a 307 to URL), ``--record FILE`` (append each request's method, path and headers, one JSON line each).
@@ -34,7 +37,9 @@ def _tool(name: str, read: bool = True, **props: str) -> dict:
 TOOLS = [_tool("echo", text="string"), _tool("bump", read=False), _tool("count"), _tool("huge_json", bytes="integer"),
          _tool("big_sse", bytes="integer"), _tool("hang_sse"), _tool("broken_sse"),
          _tool("broken_sse_write", read=False), _tool("cut_json"),
-         _tool("cut_json_write", read=False), _tool("redirect")]
+         _tool("cut_json_write", read=False), _tool("redirect"),
+         _tool("bump_then_status", read=False, status="integer"), _tool("status_read", status="integer"),
+         _tool("bump_then_internal_error", read=False), _tool("refuse_write", read=False)]
 
 
 class State:
@@ -171,6 +176,18 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(b'{"jsonrpc": "2.0", "id": ')
             self.wfile.flush()
             self.close_connection = True
+        elif name in ("bump_then_status", "status_read"):
+            if name == "bump_then_status":
+                with State.lock:
+                    State.count += 1
+            self.reply(int(args.get("status", 502)), b"<html>upstream failed</html>", content_type="text/html")
+        elif name == "bump_then_internal_error":
+            with State.lock:
+                State.count += 1
+            self.result(request_id, error={"code": -32603, "message": "Internal error"})
+        elif name == "refuse_write":
+            self.reply(400, json.dumps({"jsonrpc": "2.0", "id": request_id,
+                                        "error": {"code": -32602, "message": "bad arguments"}}).encode())
         elif name == "redirect":
             self.reply(307, b"", Location=State.options.redirect_to or "http://127.0.0.1:9/")
         else:

@@ -339,7 +339,7 @@ class Session:
         ``MCPProtocolError`` that is also an ``OutcomeUnknown`` (an answer that is not a valid result, or that
         could not be read: the call reached the server)."""
         from mcp.shared.exceptions import MCPError
-        from mcp_types import CONNECTION_CLOSED, PARSE_ERROR, REQUEST_TIMEOUT
+        from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, PARSE_ERROR, REQUEST_TIMEOUT
         from pydantic import ValidationError
 
         gen = await self.ensure()
@@ -348,6 +348,8 @@ class Session:
             # the call goes to a new session instead of being answered "may or may not have run"
             self._lost(gen, "the connection had closed before the call")
             gen = await self.ensure()
+        target = self.target
+        seq, unknown = target.status_seq, target.unknown_statuses
         try:
             result = await gen.client.call_tool(name, args, read_timeout_seconds=timeout)
         except asyncio.CancelledError:
@@ -371,6 +373,13 @@ class Session:
                 raise MCPUnreadableAnswer(f"the answer of the MCP server {self.server} to {name} could not be read "
                                           f"({exc.error.message}): the call may or may not have run",
                                           server=self.server) from None
+            if exc.code == INTERNAL_ERROR and (target.status_seq == seq or target.unknown_statuses != unknown):
+                # the server failed while handling the call (its own -32603), or an HTTP 5xx / 408 came back
+                # (a gateway that timed out, a server that crashed): it may have run. Only an HTTP 4xx, with no
+                # 5xx meanwhile, is a refusal (the SDK reports both as INTERNAL_ERROR)
+                status = "" if target.status_seq == seq else f", HTTP {target.last_status}"
+                raise OutcomeUnknown(f"the MCP server {self.server} failed while handling {name} "
+                                     f"({exc.error.message}{status}): the call may or may not have run") from None
             raise ToolError(f"the MCP server refused the call: {exc.error.message} "
                             f"(JSON-RPC error {exc.code})") from None
         except (ValidationError, RuntimeError) as exc:

@@ -40,6 +40,11 @@ def check_protocol(protocol: str) -> str:
 
 class Target:
     label: str
+    #: HTTP error statuses seen so far (``status_seq``), and how many of them leave a call's outcome unknown
+    #: (5xx, 408): a call compares them before and after to tell a refusal from a failure mid-call
+    status_seq = 0
+    unknown_statuses = 0
+    last_status: int | None = None
 
     def transport(self, wire: Wire, limit: int) -> Any:
         raise NotImplementedError
@@ -145,12 +150,12 @@ class HttpTarget(Target):
         self.auth = (unquote(parts.username or ""), unquote(parts.password or "")) if "@" in parts.netloc else None
         self.url = urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
         self.label = _log.scrub(urlunsplit((parts.scheme, host, parts.path, "", "")))
-        self._status: int | None = None
+        self.last_status = None
         _scrub_http_logs()
 
     def explain(self, exc: BaseException) -> str:
         text = describe(exc)
-        return text if self._status is None else f"{text} (HTTP {self._status})"
+        return text if self.last_status is None else f"{text} (HTTP {self.last_status})"
 
     def transport(self, wire: Wire, limit: int) -> Any:
         return self._transport(limit)
@@ -158,10 +163,13 @@ class HttpTarget(Target):
     def _transport(self, limit: int) -> Any:
         from ._http import http_transport
 
-        self._status = None
+        self.last_status = None
 
         def on_status(status: int) -> None:
-            self._status = status
+            self.last_status = status
+            if status >= 500 or status == 408:
+                self.unknown_statuses += 1
+            self.status_seq += 1
 
         return http_transport(self.url, headers=self.headers, auth=self.auth, timeout=self.timeout, limit=limit,
                               label=self.label, on_error_status=on_status)

@@ -1,0 +1,94 @@
+"""An MCP server over HTTP whose answer to a ``tools/call`` is an HTTP 5xx or 408 (a gateway that timed out, a
+server that crashed mid-call) or its own JSON-RPC "Internal error" may have run the call: a write is answered
+``outcome_unknown`` and never run again, not ``tool_error`` (which invites the model to call it again: a second
+effect). Only an HTTP 4xx, or a JSON-RPC refusal, is a refusal (failure mode 58). Every dialect, sync and async."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+pytest.importorskip("mcp")
+
+import toolwire  # noqa: E402
+from toolwire import Registry, ResultKind  # noqa: E402
+from toolwire.mcp import MCPServer  # noqa: E402
+
+from ..bodies import body  # noqa: E402
+from ..mcp_helpers import HostileHttp  # noqa: E402
+
+DIALECTS = ["openai-chat", "openai-responses", "anthropic", "gemini", "gemini-interactions", "bedrock-converse"]
+
+
+@pytest.fixture(scope="module")
+def server():
+    srv = HostileHttp()
+    yield srv
+    srv.stop()
+
+
+def _dispatch(d: toolwire.Dispatcher, provider: str, mode: str, name: str, args: dict, conv: str):
+    call_id = None if provider == "gemini" else "call_1"
+    turn = toolwire.parse(provider, body(provider, [(call_id, name, args)]))
+    assert [c.name for c in turn.runnable_calls] == [name], turn
+    extra = {"turn_id": "t1"} if provider == "bedrock-converse" else {}
+    if mode == "arun":
+        return asyncio.run(d.arun(turn, conversation_id=conv, **extra))[0]
+    return d.run(turn, conversation_id=conv, **extra)[0]
+
+
+def _count(registry: Registry) -> int:
+    return int(registry["count"].invoke({}).parts[0].text)
+
+
+@pytest.mark.parametrize("mode", ["run", "arun"])
+@pytest.mark.parametrize("provider", DIALECTS)
+@pytest.mark.parametrize("status", [500, 502, 503, 504, 408])
+def test_a_write_answered_with_an_http_5xx_is_outcome_unknown_and_never_runs_again(server, provider, mode, status):
+    """The write ran on the server, then the answer was an HTTP error status that may follow a run: the call is
+    outcome_unknown, and dispatching the same call again does not run it a second time."""
+    with MCPServer.http(server.url, reconnect_attempts=2) as mcp:
+        registry = Registry(mcp.tools(timeout=30.0))
+        before = _count(registry)
+        conv = f"c-{provider}-{mode}-{status}"
+        d = toolwire.Dispatcher(registry)
+        first = _dispatch(d, provider, mode, "bump_then_status", {"status": status}, conv)
+        assert first.kind is ResultKind.OUTCOME_UNKNOWN and first.is_error, first
+        assert f"HTTP {status}" in first.content, first.content
+        again = _dispatch(d, provider, mode, "bump_then_status", {"status": status}, conv)
+        assert again.kind is ResultKind.OUTCOME_UNKNOWN, again
+        assert _count(registry) == before + 1
+
+
+@pytest.mark.parametrize("mode", ["run", "arun"])
+@pytest.mark.parametrize("provider", DIALECTS)
+def test_a_write_answered_with_a_json_rpc_internal_error_is_outcome_unknown(server, provider, mode):
+    """A server's own JSON-RPC -32603 (at HTTP 200) after the write ran: outcome_unknown, not tool_error."""
+    with MCPServer.http(server.url, reconnect_attempts=2) as mcp:
+        registry = Registry(mcp.tools(timeout=30.0))
+        res = _dispatch(toolwire.Dispatcher(registry), provider, mode, "bump_then_internal_error", {}, f"i-{provider}-{mode}")
+        assert res.kind is ResultKind.OUTCOME_UNKNOWN, res
+
+
+@pytest.mark.parametrize("mode", ["run", "arun"])
+@pytest.mark.parametrize("provider", DIALECTS)
+def test_a_refusal_is_still_a_tool_error(server, provider, mode):
+    """A JSON-RPC refusal at HTTP 400 and a bare HTTP 4xx are refusals: tool_error, nothing ran."""
+    with MCPServer.http(server.url, reconnect_attempts=2) as mcp:
+        registry = Registry(mcp.tools(timeout=30.0))
+        before = _count(registry)
+        res = _dispatch(toolwire.Dispatcher(registry), provider, mode, "refuse_write", {}, f"r-{provider}-{mode}")
+        assert res.kind is ResultKind.TOOL_ERROR and "bad arguments" in res.content, res
+        res = _dispatch(toolwire.Dispatcher(registry), provider, mode, "bump_then_status", {"status": 429}, f"s-{provider}-{mode}")
+        assert res.kind is ResultKind.TOOL_ERROR, res
+        assert _count(registry) == before + 1  # the 429 case counted (the server chose to), the refusal did not
+
+
+@pytest.mark.parametrize("mode", ["run", "arun"])
+def test_a_read_answered_with_an_http_5xx_is_an_error_result(server, mode):
+    """A read answered with HTTP 502 is an error result for the model (handler_failed), never a crash."""
+    with MCPServer.http(server.url, reconnect_attempts=2) as mcp:
+        registry = Registry(mcp.tools(timeout=30.0))
+        res = _dispatch(toolwire.Dispatcher(registry), "anthropic", mode, "status_read", {"status": 502}, f"read-{mode}")
+        assert res.is_error and res.kind is ResultKind.HANDLER_FAILED, res
