@@ -171,3 +171,163 @@ def test_arun_cancelled_by_the_callers_timeout_ends_promptly_and_the_write_runs_
     waited, again = value
     assert waited < 3.0, waited
     assert again.kind is ResultKind.OK and ran == ["x"], (again.kind, _rows(cluster.url, conv), ran)
+
+
+def test_aclaim_cancelled_twice_in_a_row_leaves_no_failure_unretrieved_and_no_row(cluster):
+    """aclaim cancelled, then cancelled again a few loop turns later, 150 times on a healthy server: no task failure
+    left unretrieved (the connection never went back to its pool while its statement ran: psycopg frees it, and
+    the process crashed) and no row left started."""
+    import gc
+    import random
+
+    rnd = random.Random(5)
+    ledger = PostgresLedger(cluster.url, timeout=5)
+    messages: list[str] = []
+    convs: list[str] = []
+
+    async def main():
+        asyncio.get_running_loop().set_exception_handler(lambda loop, ctx: messages.append(ctx["message"]))
+        await ledger.aget(toolwire.registry.LedgerKey("warm", "up"))
+        for n in range(150):
+            conv = f"twice-{n}-{uuid.uuid4().hex[:8]}"
+            convs.append(conv)
+            task = asyncio.create_task(ledger.aclaim(toolwire.registry.LedgerKey(conv, "k")))
+            for _ in range(rnd.randrange(1, 12)):
+                await asyncio.sleep(0)
+            task.cancel()
+            for _ in range(rnd.randrange(1, 3)):
+                await asyncio.sleep(0)
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+            gc.collect()
+        await asyncio.sleep(0.2)
+        gc.collect()
+
+    _, (how, value) = bounded(lambda: asyncio.run(main()), 120)
+    assert how == "ok", value
+    assert messages == []
+    with psycopg.connect(cluster.url, autocommit=True) as conn:
+        left = conn.execute("SELECT conversation_id FROM toolwire_ledger WHERE conversation_id = ANY(%s)",
+                            (convs,)).fetchall()
+    assert left == [], left
+
+
+def test_a_claim_cancelled_while_its_insert_is_slow_leaves_no_started_row(cluster):
+    """A slow INSERT (a commit waiting on a slow disk, simulated by a trigger that sleeps 1 s) and the caller's
+    asyncio.timeout(0.3) around arun: the server is asked to cancel the INSERT and the claim's removal runs after
+    it ended, so no started row appears later, and the write dispatched again runs once."""
+    ran: list[str] = []
+
+    async def save_note(text: str) -> str:
+        """Save a note."""
+        ran.append(text)
+        return "saved"
+
+    registry = toolwire.Registry([toolwire.Tool.from_function(save_note, effect="write")])
+    ledger = PostgresLedger(cluster.url, timeout=10)
+    conv = "slow-" + uuid.uuid4().hex
+    turn = toolwire.parse("anthropic", body("anthropic", [("toolu_1", "save_note", {"text": "x"})]))
+    with psycopg.connect(cluster.url, autocommit=True) as conn:
+        conn.execute("CREATE OR REPLACE FUNCTION toolwire_test_slow() RETURNS trigger LANGUAGE plpgsql AS "
+                     "$$BEGIN PERFORM pg_sleep(1); RETURN NEW; END$$")
+        conn.execute("CREATE TRIGGER toolwire_test_slow BEFORE INSERT ON toolwire_ledger FOR EACH ROW "
+                     "EXECUTE FUNCTION toolwire_test_slow()")
+    try:
+        async def main():
+            await ledger.aget(toolwire.registry.LedgerKey("warm", "up"))
+            with pytest.raises(TimeoutError):
+                async with asyncio.timeout(0.3):
+                    await Dispatcher(registry, ledger=ledger).arun(turn, conversation_id=conv)
+            await asyncio.sleep(1.5)  # the INSERT would have committed by now
+            return await asyncio.to_thread(_rows, cluster.url, conv)
+
+        _, (how, value) = bounded(lambda: asyncio.run(main()), 30)
+        assert how == "ok" and value == [], value
+    finally:
+        with psycopg.connect(cluster.url, autocommit=True) as conn:
+            conn.execute("DROP TRIGGER IF EXISTS toolwire_test_slow ON toolwire_ledger")
+    [again] = Dispatcher(registry, ledger=ledger).run(turn, conversation_id=conv)
+    assert again.kind is ResultKind.OK and ran == ["x"], again
+
+
+@pytest.mark.parametrize("cancels", [1, 2])
+def test_a_claim_cancelled_again_while_removing_its_row_keeps_it_for_later(cluster, proxy, cancels):
+    """The claim's INSERT commits and its reply is held back; arun is cancelled (and cancelled again during the
+    removal of its row): the row is remembered, removed before the next claim, and the write runs once."""
+    ran: list[str] = []
+
+    async def save_note(text: str) -> str:
+        """Save a note."""
+        ran.append(text)
+        return "saved"
+
+    registry = toolwire.Registry([toolwire.Tool.from_function(save_note, effect="write")])
+    ledger = PostgresLedger(proxy.url, timeout=10)
+    conv = f"again{cancels}-" + uuid.uuid4().hex
+    turn = toolwire.parse("openai-responses", body("openai-responses", [("call_1", "save_note", {"text": "x"})]))
+
+    async def main():
+        await ledger.aget(toolwire.registry.LedgerKey("warm", "up"))
+        proxy.freeze_replies_after(b"INSERT INTO toolwire_ledger")
+        task = asyncio.create_task(Dispatcher(registry, ledger=ledger).arun(turn, conversation_id=conv))
+        deadline = time.monotonic() + 10
+        while not await asyncio.to_thread(_rows, cluster.url, conv):
+            assert time.monotonic() < deadline, "the claim never reached the server"
+            await asyncio.sleep(0.02)
+        task.cancel()
+        if cancels == 2:
+            await asyncio.sleep(0.05)
+            task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        proxy.cut()
+        assert ran == []
+        [again] = await Dispatcher(registry, ledger=ledger).arun(turn, conversation_id=conv)
+        return again
+
+    _, (how, value) = bounded(lambda: asyncio.run(main()), 60)
+    assert how == "ok", value
+    assert value.kind is ResultKind.OK and ran == ["x"], (value.kind, _rows(cluster.url, conv), ran)
+
+
+def test_a_cancelled_claim_keeps_the_removals_still_pending(cluster, proxy):
+    """A row waiting to be removed (its claim failed while the server was unreachable) stays remembered when the
+    next claim, which removes it first, is itself cancelled: the call that never ran runs once later."""
+    ran: list[str] = []
+
+    async def save_note(text: str) -> str:
+        """Save a note."""
+        ran.append(text)
+        return "saved"
+
+    registry = toolwire.Registry([toolwire.Tool.from_function(save_note, effect="write")])
+    ledger = PostgresLedger(proxy.url, timeout=10)
+    conv = "pending-" + uuid.uuid4().hex
+    turn = toolwire.parse("bedrock-converse", body("bedrock-converse", [("t1", "save_note", {"text": "x"})]))
+
+    async def main():
+        d = Dispatcher(registry, ledger=ledger)
+        await ledger.aget(toolwire.registry.LedgerKey("warm", "up"))
+        proxy.freeze_replies_after(b"INSERT INTO toolwire_ledger")
+        task = asyncio.create_task(d.arun(turn, conversation_id=conv, turn_id="r1"))
+        deadline = time.monotonic() + 10
+        while not await asyncio.to_thread(_rows, cluster.url, conv):
+            assert time.monotonic() < deadline, "the claim never reached the server"
+            await asyncio.sleep(0.02)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task  # its row could not be removed: remembered
+        proxy.freeze()  # still unreachable: the next claim, removing that row first, is cancelled meanwhile
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(ledger.aclaim(toolwire.registry.LedgerKey("other-" + uuid.uuid4().hex, "k")),
+                                   0.3)
+        proxy.cut()
+        [again] = await Dispatcher(registry, ledger=ledger).arun(turn, conversation_id=conv, turn_id="r1")
+        return again
+
+    _, (how, value) = bounded(lambda: asyncio.run(main()), 60)
+    assert how == "ok", value
+    assert value.kind is ResultKind.OK and ran == ["x"], (value.kind, _rows(cluster.url, conv), ran)

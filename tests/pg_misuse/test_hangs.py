@@ -187,3 +187,15 @@ def test_ledger_works_again_after_a_server_that_stalled_while_a_connection_was_s
     proxy.cut()  # the held connections are dropped, and the proxy forwards again
     elapsed, (outcome, value) = bounded(lambda: claim(_key()), TIMEOUT + SLACK)
     assert outcome == "ok" and value is None, value
+
+
+@pytest.mark.parametrize("how", ["claim", "aclaim"])
+def test_claims_after_failed_ones_still_end_within_timeout_on_a_locked_table(cluster, locked, how):
+    """Three claims in a row on a table another session holds locked: each fails as a LedgerError within timeout
+    plus the removal of its row (well under two timeouts: the removals a claim retries first share its deadline)."""
+    timeout = 3.0
+    ledger = PostgresLedger(cluster.url, timeout=timeout)
+    claim = (lambda k: ledger.claim(k)) if how == "claim" else (lambda k: asyncio.run(ledger.aclaim(k)))
+    for _ in range(3):
+        elapsed, (outcome, value) = bounded(lambda: claim(_key()), timeout + 2.5)
+        assert outcome == "raised" and isinstance(value, LedgerError), value

@@ -83,6 +83,9 @@ _RECONNECT = 2.0
 
 #: how long a failed claim tries to remove its own row (a committed insert whose reply was lost)
 _RELEASE_WAIT = 0.3
+#: how long an async operation cancelled by its caller waits for the server's answer to a cancel request, and
+#: then for the statement to end, before it shuts the connection's socket down
+_CANCEL_WAIT = 0.5
 _UNRELEASED_MAX = 10_000
 #: how long past an operation's deadline a connection that has not answered is shut down (the server's
 #: statement_timeout, equal to the ledger's timeout, normally ends a slow statement first)
@@ -370,10 +373,13 @@ class PostgresLedger:
             self._set_up.add(conn)
         return await adrive(steps, functools.partial(_aexecute, conn))
 
-    def _operation(self, op: str, key: LedgerKey | None, make_steps: Callable[[bool], Steps[Any]]) -> Steps[Any]:
+    def _operation(self, op: str, key: LedgerKey | None, make_steps: Callable[[bool], Steps[Any]],
+                   deadline: float | None = None) -> Steps[Any]:
         """One ledger operation: ``make_steps(retried)`` run in attempts until one is answered (see the class
-        docstring); every failure is a ``LedgerError`` naming ``op`` and ``key``."""
-        deadline = time.monotonic() + self.timeout
+        docstring), until ``deadline`` (default: ``timeout`` from now); every failure is a ``LedgerError`` naming
+        ``op`` and ``key``."""
+        if deadline is None:
+            deadline = time.monotonic() + self.timeout
         try:
             for attempt in itertools.count():
                 try:
@@ -393,10 +399,13 @@ class PostgresLedger:
     # ---- protocol -------------------------------------------------------------------------------------
     def _claim(self, key: LedgerKey, fingerprint: str) -> Steps[LedgerRecord | None]:
         token = uuid.uuid4().hex  # one per claim, the same in each of its attempts
+        # one deadline for the claim and the removals it does first: together they take at most ``timeout``
+        deadline = time.monotonic() + self.timeout
         if self._unreleased:
-            yield from self._release_pending()
+            yield from self._release_pending(deadline)
         try:
-            return (yield from self._operation("claim", key, lambda retried: _claim_steps(key, fingerprint, token)))
+            return (yield from self._operation("claim", key, lambda retried: _claim_steps(key, fingerprint, token),
+                                               deadline))
         except GeneratorExit:
             raise
         except BaseException:
@@ -406,22 +415,27 @@ class PostgresLedger:
             # now either, the row stays: the safe side (never a second effect).
             try:
                 yield _Attempt(_release_steps(key, token), time.monotonic() + _RELEASE_WAIT)
-            except Exception:  # noqa: BLE001 - best effort; the claim's own failure is what the caller gets
-                with self._lock:  # tried again before this process's next claim
+            except BaseException as exc:  # noqa: BLE001 - best effort; the claim's own failure is what the caller gets
+                with self._lock:  # tried again before this process's next claim (also when cancelled again now)
                     self._unreleased.append((key, token))
+                if isinstance(exc, GeneratorExit):
+                    raise
             raise
 
-    def _release_pending(self) -> Steps[None]:
+    def _release_pending(self, deadline: float) -> Steps[None]:
         """Remove the rows of failed claims whose removal failed too (the server was gone): before the next
-        claim, so the same call dispatched again in this process finds no row of ours and runs, once."""
+        claim, so the same call dispatched again in this process finds no row of ours and runs, once. Within the
+        claim's ``deadline``; what is not removed (unreachable, or the claim cancelled) is kept for the next."""
         with self._lock:
             pending, self._unreleased = list(self._unreleased), collections.deque(maxlen=_UNRELEASED_MAX)
         for i, (key, token) in enumerate(pending):
             try:  # with the retries of any operation: a server that answers the claim answers this first
-                yield from self._operation("release", key, functools.partial(_released, key, token))
-            except Exception:  # noqa: BLE001 - still unreachable: keep them for the next claim
+                yield from self._operation("release", key, functools.partial(_released, key, token), deadline)
+            except BaseException as exc:  # noqa: BLE001 - still unreachable, or cancelled: keep them for the next
                 with self._lock:
                     self._unreleased.extend(pending[i:])
+                if not isinstance(exc, Exception):
+                    raise
                 return
 
     def _complete(self, key: LedgerKey, result: ToolResult) -> Steps[None]:
@@ -619,23 +633,43 @@ async def _acheck(conn: Any) -> None:
 
 async def _promptly(conn: Any, work: Awaitable[T]) -> T:
     """Await ``work`` (statements on ``conn``) so that the caller's cancellation (``asyncio.timeout``,
-    ``wait_for``, a client gone) takes effect at once.
+    ``wait_for``, a client gone) takes effect within about a second, and never before the statement has ended.
 
     psycopg answers the cancellation of a running statement by sending the server a cancel request and waiting
     for the statement to end, up to five seconds each: on a server that stopped answering, a caller's 0.5 s
-    timeout took eleven seconds. Here the work runs on a task of its own that the cancellation does not reach;
-    the caller's task, cancelled, shuts ``conn``'s socket down (the statement fails as a lost connection and the
-    pool discards the connection), lets the work end (at once: its socket is gone), and goes on being cancelled.
-    A statement already sent may still run on the server, as with any lost connection (a claim removes its row
-    on the way out)."""
+    timeout took eleven seconds. Here the work runs on a task of its own that the cancellation does not reach.
+    The cancelled caller asks the server to cancel the statement and waits for it, ``_CANCEL_WAIT`` seconds at
+    most for each (a server that answers ends it at once, committed or not, so what follows, such as a claim's
+    removal of its row, sees its outcome); then shuts ``conn``'s socket down (the statement fails as a lost
+    connection and the pool discards the connection). Cancelled again meanwhile, it goes straight to the
+    shutdown. Either way the connection goes back to its pool only once the work has ended: psycopg frees a
+    connection returned while a statement still runs on it."""
     task = asyncio.ensure_future(work)
+    task.add_done_callback(_retrieved)  # its failure is not the caller's once the caller is cancelled
     try:
         return await asyncio.shield(task)
     except asyncio.CancelledError:
-        _shut_down(conn)
-        await asyncio.wait((task,), timeout=_HARD_SLACK)
-        task.add_done_callback(_retrieved)  # its failure is not the caller's: the cancellation is
+        asked = False
+        while not task.done():
+            try:
+                if not asked:
+                    asked = True
+                    await _cancel_statement(conn, task)
+                else:
+                    _shut_down(conn)
+                    await asyncio.wait((task,))
+            except asyncio.CancelledError:
+                _shut_down(conn)  # cancelled again: no more waiting for the server
         raise
+
+
+async def _cancel_statement(conn: Any, task: asyncio.Future[Any]) -> None:
+    """Ask the server to cancel ``conn``'s statement; wait for ``task`` (the work running it) to end."""
+    try:
+        await asyncio.wait_for(conn.cancel_safe(timeout=_CANCEL_WAIT), _CANCEL_WAIT)
+    except Exception:  # noqa: BLE001 - no answer in time, or the connection is gone: the socket is shut down next
+        pass
+    await asyncio.wait((task,), timeout=_CANCEL_WAIT)
 
 
 def _retrieved(task: asyncio.Future[Any]) -> None:
