@@ -331,3 +331,82 @@ def test_a_cancelled_claim_keeps_the_removals_still_pending(cluster, proxy):
     _, (how, value) = bounded(lambda: asyncio.run(main()), 60)
     assert how == "ok", value
     assert value.kind is ResultKind.OK and ran == ["x"], (value.kind, _rows(cluster.url, conv), ran)
+
+
+def _client_backends(url: str) -> int:
+    with psycopg.connect(url, autocommit=True) as conn:
+        return conn.execute("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' "
+                            "AND pid <> pg_backend_pid()").fetchone()[0]
+
+
+def test_ledger_use_in_a_finally_as_asyncio_run_ends_leaves_no_pool_behind(cluster):
+    """Tasks busy with the ledger when asyncio.run ends use it once more in their ``finally``: each succeeds, and no
+    pool outlives the loop (the pool closed as the loop ends is not replaced by a new one nobody closes: such a
+    pool kept its server connections open after the loop was gone)."""
+    import gc
+
+    ledger = PostgresLedger(cluster.url, timeout=3)
+    done: list[str] = []
+
+    async def worker(i: int) -> None:
+        try:
+            while True:
+                await ledger.aget(toolwire.registry.LedgerKey(f"fin-{i}", "k"))
+        finally:
+            await ledger.aget(toolwire.registry.LedgerKey(f"fin-{i}", "k"))
+            done.append("ok")
+
+    async def main():
+        for i in range(3):  # fewer than pool_size: see the README's known limits for more
+            asyncio.create_task(worker(i))
+        await asyncio.sleep(0.3)
+
+    before = _client_backends(cluster.url)
+    _, (how, value) = bounded(lambda: asyncio.run(main()), 30)
+    assert how == "ok", value
+    assert done == ["ok"] * 3
+    gc.collect()
+    deadline = time.monotonic() + 5
+    while _client_backends(cluster.url) > before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _client_backends(cluster.url) <= before
+
+
+@pytest.mark.parametrize("cancels", [1, 2, 3])
+def test_a_claim_waiting_on_a_row_lock_and_cancelled_repeatedly_leaves_no_row(cluster, cancels):
+    """The claim's INSERT waits on another session's uncommitted row of the same key; aclaim is cancelled 1-3 times,
+    1 ms apart; once that session rolls back, no row of the cancelled claim appears (its INSERT was cancelled on
+    the server, not left running behind a shut socket), and the key can be claimed."""
+    ledger = PostgresLedger(cluster.url, timeout=10)
+    conv = f"rowlock{cancels}-" + uuid.uuid4().hex
+    key = toolwire.registry.LedgerKey(conv, "k")
+    blocker = psycopg.connect(cluster.url)
+    blocker.execute("INSERT INTO toolwire_ledger (conversation_id, call_key, status, fingerprint, started_at) "
+                    "VALUES (%s, 'k', 'started', '', 0)", (conv,))  # uncommitted: holds the key
+
+    async def main():
+        await ledger.aget(toolwire.registry.LedgerKey("warm", "up"))
+        task = asyncio.create_task(ledger.aclaim(key))
+        deadline = time.monotonic() + 10
+        while True:  # until the claim's INSERT waits on the lock
+            with psycopg.connect(cluster.url, autocommit=True) as conn:
+                if conn.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query "
+                                "LIKE 'INSERT INTO toolwire_ledger%%'").fetchone()[0]:
+                    break
+            assert time.monotonic() < deadline, "the claim never waited on the lock"
+            await asyncio.sleep(0.01)
+        for i in range(cancels):
+            task.cancel()
+            await asyncio.sleep(0.001)
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    try:
+        _, (how, value) = bounded(lambda: asyncio.run(main()), 30)
+        assert how == "ok", value
+    finally:
+        blocker.rollback()
+        blocker.close()
+    time.sleep(0.3)
+    assert _rows(cluster.url, conv) == []
+    assert ledger.claim(key) is None

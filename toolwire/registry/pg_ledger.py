@@ -191,6 +191,8 @@ class PostgresLedger:
         self._pid: int | None = None
         self._apools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
         self._apid: int | None = None
+        #: loops whose pool was closed as they end (see ``_loop_pool``)
+        self._ending: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
         #: failed claims whose rows may exist (committed, reply lost) and could not be removed yet
         self._unreleased: collections.deque[tuple[LedgerKey, str]] = collections.deque(maxlen=_UNRELEASED_MAX)
         self._connect_kwargs = {"autocommit": True, "connect_timeout": max(2, math.ceil(self.timeout))}
@@ -265,19 +267,26 @@ class PostgresLedger:
                 self._pool, self._pid = pool, pid
             return self._pool
 
-    def _loop_pool(self) -> Any:
+    def _loop_pool(self) -> tuple[Any, bool]:
         """The running event loop's async pool in this process (created here; opened by its first user), with
-        the task that closes it when the loop ends (see ``_close_with_loop``)."""
+        the task that closes it when the loop ends (see ``_close_with_loop``); and whether it is a pool of its
+        own for one attempt, to be closed by it: on a loop whose pool was closed as the loop ends (a task's
+        ``finally`` that uses the ledger while ``asyncio.run`` cancels everything), where a new pool and closer
+        would outlive the loop with their connections."""
         loop = asyncio.get_running_loop()
         with self._lock:
             self._forget_loop_pools()
+            if loop in self._ending:
+                self._apools.pop(loop, None)
+                return self._pool_mod.AsyncConnectionPool(
+                    self.dsn, **self._pool_options(self._pool_mod.AsyncConnectionPool)), True
             entry = self._apools.get(loop)
             if entry is None:
                 pool = self._pool_mod.AsyncConnectionPool(
                     self.dsn, **self._pool_options(self._pool_mod.AsyncConnectionPool))
                 closer = loop.create_task(self._close_with_loop(loop, pool), name="toolwire-ledger-pool-closer")
                 entry = self._apools[loop] = (pool, closer)
-            return entry[0]
+            return entry[0], False
 
     async def _close_with_loop(self, loop: asyncio.AbstractEventLoop, pool: Any) -> None:
         """Wait, as long as the loop runs, to close ``pool``: when ``asyncio.run`` ends it cancels every task of
@@ -286,9 +295,9 @@ class PostgresLedger:
         try:
             await loop.create_future()  # never set: this waits until the task is cancelled
         finally:
-            with self._lock:
-                if self._apools.get(loop, (None,))[0] is pool:
-                    del self._apools[loop]
+            # no lock here: this ``finally`` also runs when the garbage collector finalizes a closer destroyed with
+            # its loop, possibly on a thread that holds the lock (``_loop_pool``); the entry is dropped there
+            self._ending.add(loop)
             try:
                 await pool.close()  # tells every worker to stop, including one that ignored the cancellation
             except asyncio.CancelledError:  # a worker that was cancelled: the others were told to stop all the same
@@ -325,6 +334,8 @@ class PostgresLedger:
         if entry is not None:
             pool, closer = entry
             closer.cancel()
+            await asyncio.wait((closer,))  # its ``finally`` closes the pool and marks the loop as ending ...
+            self._ending.discard(loop)  # ... which it is not: the next use opens a new pool for the loop
             await pool.close()
 
     def __enter__(self) -> "PostgresLedger":
@@ -358,14 +369,18 @@ class PostgresLedger:
     async def _aperform(self, request: _Attempt | _Pause) -> Any:
         if isinstance(request, _Pause):
             return await asyncio.sleep(request.seconds)
-        pool = self._loop_pool()
-        await pool.open()  # once per pool; later calls return at once
-        async with pool.connection(timeout=request.wait()) as conn:
-            guard = asyncio.get_running_loop().call_later(request.hard_limit(), _shut_down, conn)
-            try:
-                return await _promptly(conn, self._arun_steps(conn, request.steps))
-            finally:
-                guard.cancel()
+        pool, temporary = self._loop_pool()
+        try:
+            await pool.open()  # once per pool; later calls return at once
+            async with pool.connection(timeout=request.wait()) as conn:
+                guard = asyncio.get_running_loop().call_later(request.hard_limit(), _shut_down, conn)
+                try:
+                    return await _promptly(conn, self._arun_steps(conn, request.steps))
+                finally:
+                    guard.cancel()
+        finally:
+            if temporary:
+                await pool.close()
 
     async def _arun_steps(self, conn: Any, steps: Steps[Any]) -> Any:
         if conn not in self._set_up:
@@ -641,26 +656,38 @@ async def _promptly(conn: Any, work: Awaitable[T]) -> T:
     The cancelled caller asks the server to cancel the statement and waits for it, ``_CANCEL_WAIT`` seconds at
     most for each (a server that answers ends it at once, committed or not, so what follows, such as a claim's
     removal of its row, sees its outcome); then shuts ``conn``'s socket down (the statement fails as a lost
-    connection and the pool discards the connection). Cancelled again meanwhile, it goes straight to the
-    shutdown. Either way the connection goes back to its pool only once the work has ended: psycopg frees a
+    connection and the pool discards the connection). Cancelled again meanwhile, it goes on with the same bounded
+    waits. Either way the connection goes back to its pool only once the work has ended: psycopg frees a
     connection returned while a statement still runs on it."""
     task = asyncio.ensure_future(work)
     task.add_done_callback(_retrieved)  # its failure is not the caller's once the caller is cancelled
     try:
         return await asyncio.shield(task)
     except asyncio.CancelledError:
-        asked = False
-        while not task.done():
+        settling = asyncio.ensure_future(_settle(conn, task))
+        settling.add_done_callback(_retrieved)
+        while not settling.done():
             try:
-                if not asked:
-                    asked = True
-                    await _cancel_statement(conn, task)
-                else:
-                    _shut_down(conn)
-                    await asyncio.wait((task,))
+                await asyncio.shield(settling)
             except asyncio.CancelledError:
-                _shut_down(conn)  # cancelled again: no more waiting for the server
+                pass  # cancelled again: the bounded settling goes on (a socket shut down too early would leave the
+                # statement running on the server: a claim's INSERT committing after its row was removed)
+        while not task.done():  # the settling was itself cancelled (the loop is ending): never hand back a busy one
+            _shut_down(conn)
+            try:
+                await asyncio.wait((task,))
+            except asyncio.CancelledError:
+                pass
         raise
+
+
+async def _settle(conn: Any, task: asyncio.Future[Any]) -> None:
+    """Ask the server to cancel ``conn``'s statement and wait for ``task`` (the work running it) to end, within
+    ``_CANCEL_WAIT`` each; then shut the socket down and wait for the work to fail."""
+    await _cancel_statement(conn, task)
+    if not task.done():
+        _shut_down(conn)
+        await asyncio.wait((task,))
 
 
 async def _cancel_statement(conn: Any, task: asyncio.Future[Any]) -> None:
