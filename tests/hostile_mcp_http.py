@@ -11,7 +11,9 @@ first), ``cut_json`` / ``cut_json_write`` (promises a body longer than it sends,
 to ``--redirect-to``); ``bump_then_status`` (a write that counts, then answers with HTTP ``status``, default
 502, and an HTML body: a gateway whose upstream ran the call), ``status_read`` (the same for a read, without
 counting), ``bump_then_internal_error`` (a write that counts, then answers JSON-RPC -32603), ``refuse_write``
-(answers JSON-RPC -32602 at HTTP 400, counting nothing).
+(answers JSON-RPC -32602 at HTTP 400, counting nothing), ``bump_then_status_error`` (counts, then answers HTTP
+``status`` with a JSON-RPC error of ``code``), ``bump_then_202`` / ``bump_then_html`` (count, then answer 202
+Accepted with no body / 200 with an HTML body).
 
 Options: ``--port``, ``--status CODE`` (answer every POST with CODE), ``--redirect-all URL`` (answer every POST
 with a 307 to URL), ``--record FILE`` (append each request's method, path and headers, one JSON line each).
@@ -39,7 +41,9 @@ TOOLS = [_tool("echo", text="string"), _tool("bump", read=False), _tool("count")
          _tool("broken_sse_write", read=False), _tool("cut_json"),
          _tool("cut_json_write", read=False), _tool("redirect"),
          _tool("bump_then_status", read=False, status="integer"), _tool("status_read", status="integer"),
-         _tool("bump_then_internal_error", read=False), _tool("refuse_write", read=False)]
+         _tool("bump_then_internal_error", read=False, delay="number"), _tool("refuse_write", read=False),
+         _tool("bump_then_status_error", read=False, status="integer", code="integer"),
+         _tool("bump_then_202", read=False), _tool("bump_then_html", read=False)]
 
 
 class State:
@@ -184,7 +188,20 @@ class Handler(BaseHTTPRequestHandler):
         elif name == "bump_then_internal_error":
             with State.lock:
                 State.count += 1
+            time.sleep(float(args.get("delay", 0)))
             self.result(request_id, error={"code": -32603, "message": "Internal error"})
+        elif name == "bump_then_status_error":
+            with State.lock:
+                State.count += 1
+            self.reply(int(args.get("status", 502)), json.dumps({"jsonrpc": "2.0", "id": request_id, "error": {
+                "code": int(args.get("code", -32602)), "message": "upstream said no"}}).encode())
+        elif name in ("bump_then_202", "bump_then_html"):
+            with State.lock:
+                State.count += 1
+            if name == "bump_then_202":
+                self.reply(202, b"")
+            else:
+                self.reply(200, b"<html>done</html>", content_type="text/html")
         elif name == "refuse_write":
             self.reply(400, json.dumps({"jsonrpc": "2.0", "id": request_id,
                                         "error": {"code": -32602, "message": "bad arguments"}}).encode())

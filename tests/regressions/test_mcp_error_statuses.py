@@ -92,3 +92,47 @@ def test_a_read_answered_with_an_http_5xx_is_an_error_result(server, mode):
         registry = Registry(mcp.tools(timeout=30.0))
         res = _dispatch(toolwire.Dispatcher(registry), "anthropic", mode, "status_read", {"status": 502}, f"read-{mode}")
         assert res.is_error and res.kind is ResultKind.HANDLER_FAILED, res
+
+
+@pytest.mark.parametrize("mode", ["run", "arun"])
+@pytest.mark.parametrize("status", [500, 502, 503, 408])
+@pytest.mark.parametrize("code", [-32602, -32601, -32600, -32000, 1])
+def test_a_write_answered_5xx_with_a_json_rpc_error_body_is_outcome_unknown(server, mode, status, code):
+    """A 5xx or 408 whose body is a JSON-RPC error (of any code) after the write ran: outcome_unknown; the status
+    says the call may have run whatever the body claims."""
+    with MCPServer.http(server.url, reconnect_attempts=2) as mcp:
+        registry = Registry(mcp.tools(timeout=30.0))
+        res = _dispatch(toolwire.Dispatcher(registry), "openai-chat", mode, "bump_then_status_error",
+                        {"status": status, "code": code}, f"e-{mode}-{status}-{code}")
+        assert res.kind is ResultKind.OUTCOME_UNKNOWN, res
+
+
+@pytest.mark.parametrize("mode", ["run", "arun"])
+@pytest.mark.parametrize("tool", ["bump_then_202", "bump_then_html"])
+def test_a_write_the_server_took_without_a_result_is_outcome_unknown(server, mode, tool):
+    """A write answered 202 Accepted, or 200 with a body that is no JSON-RPC message: the server took the call, so
+    it is outcome_unknown, not "refused"."""
+    with MCPServer.http(server.url, reconnect_attempts=2) as mcp:
+        registry = Registry(mcp.tools(timeout=30.0))
+        res = _dispatch(toolwire.Dispatcher(registry), "anthropic", mode, tool, {}, f"t-{mode}-{tool}")
+        assert res.kind is ResultKind.OUTCOME_UNKNOWN, res
+
+
+def test_an_internal_error_is_outcome_unknown_even_when_another_call_is_refused_meanwhile(server):
+    """The server's own -32603 for a write arrives while a concurrent read is refused with HTTP 400: the write is
+    still outcome_unknown (the refusal of another call says nothing about this one)."""
+    import threading
+
+    with MCPServer.http(server.url, reconnect_attempts=2) as mcp:
+        registry = Registry(mcp.tools(timeout=30.0))
+        box: dict = {}
+        writer = threading.Thread(target=lambda: box.setdefault("w", _dispatch(
+            toolwire.Dispatcher(registry), "gemini", "run", "bump_then_internal_error", {"delay": 0.8}, "race-w")))
+        writer.start()
+        import time
+
+        time.sleep(0.3)
+        read = _dispatch(toolwire.Dispatcher(registry), "gemini", "run", "status_read", {"status": 400}, "race-r")
+        writer.join(30)
+        assert read.is_error
+        assert box["w"].kind is ResultKind.OUTCOME_UNKNOWN, box["w"]

@@ -339,7 +339,7 @@ class Session:
         ``MCPProtocolError`` that is also an ``OutcomeUnknown`` (an answer that is not a valid result, or that
         could not be read: the call reached the server)."""
         from mcp.shared.exceptions import MCPError
-        from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, PARSE_ERROR, REQUEST_TIMEOUT
+        from mcp_types import CONNECTION_CLOSED, PARSE_ERROR, REQUEST_TIMEOUT
         from pydantic import ValidationError
 
         gen = await self.ensure()
@@ -373,10 +373,7 @@ class Session:
                 raise MCPUnreadableAnswer(f"the answer of the MCP server {self.server} to {name} could not be read "
                                           f"({exc.error.message}): the call may or may not have run",
                                           server=self.server) from None
-            if exc.code == INTERNAL_ERROR and (target.status_seq == seq or target.unknown_statuses != unknown):
-                # the server failed while handling the call (its own -32603), or an HTTP 5xx / 408 came back
-                # (a gateway that timed out, a server that crashed): it may have run. Only an HTTP 4xx, with no
-                # 5xx meanwhile, is a refusal (the SDK reports both as INTERNAL_ERROR)
+            if _may_have_run(exc.code, exc.error.message, target.unknown_statuses != unknown):
                 status = "" if target.status_seq == seq else f", HTTP {target.last_status}"
                 raise OutcomeUnknown(f"the MCP server {self.server} failed while handling {name} "
                                      f"({exc.error.message}{status}): the call may or may not have run") from None
@@ -426,3 +423,26 @@ def fingerprint(entries: list[dict[str, Any]]) -> str:
     text = json.dumps(sorted(entries, key=lambda e: str(e.get("name"))), sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 
+
+
+# what the MCP SDK's HTTP client reports, as a JSON-RPC error of its own, for an answer that is no JSON-RPC message
+_SDK_ERROR_STATUS = "Server returned an error response"  # INTERNAL_ERROR: an HTTP status of 400 or more (not 404)
+_SDK_ACCEPTED = "server answered a request with 202 Accepted"  # INVALID_REQUEST
+_SDK_CONTENT_TYPE = "Unexpected content type"  # INVALID_REQUEST: a 2xx answer that is neither JSON nor SSE
+
+
+def _may_have_run(code: int, message: str, unknown_status: bool) -> bool:
+    """Whether a JSON-RPC error answering a ``tools/call`` leaves its outcome unknown rather than refused: an HTTP
+    5xx or 408 came back during the call (a gateway that timed out, a server that crashed: whatever the body
+    says), the server's own "Internal error" (-32603), or a 2xx answer that carries no result (202 Accepted, a
+    body of another type): the server took the call. An HTTP 4xx with no 5xx meanwhile, and the server's refusals
+    (invalid params, unknown method), are refusals."""
+    from mcp_types import INTERNAL_ERROR, INVALID_REQUEST
+
+    if unknown_status:
+        return True
+    if code == INTERNAL_ERROR:
+        return message != _SDK_ERROR_STATUS
+    if code == INVALID_REQUEST:
+        return message == _SDK_ACCEPTED or message.startswith(_SDK_CONTENT_TYPE)
+    return False
