@@ -17,7 +17,10 @@ from toolwire.codecs import dialect_for, dialects
 from toolwire.harness import AsyncHTTPTransport, AsyncToolLoop, HTTPTransport, ToolLoop
 
 BAD = ["not a url", "localhost:8080", "ftp://example.com", "http://", "http:///v1", "http://[::1",
-       "http://example.com:99999", "http://example.com:port", "https://exa mple.com", "http://example.com/\n"]
+       "http://example.com:99999", "http://example.com:port", "https://exa mple.com", "http://example.com/\n",
+       "", "http://example.com:0", "http://[fe80::1%25eth0]:80", "http://example.com/v1?api-version=1",
+       "http://example.com/#frag", "http://example.com?", "http://./", "http://a\ud800b.com",
+       "http://example.com/" + "a" * (1 << 20)]
 GOOD = ["http://127.0.0.1:9", "https://example.com/", "http://[::1]:8080/prefix", "HTTPS://Example.COM/v"]
 ROOT = Path(__file__).resolve().parents[2]
 DIALECTS = sorted(d.id for d in dialects() if d.http is not None)
@@ -90,3 +93,34 @@ def test_cli_chat_with_a_bad_base_url_exits_2_with_one_line():
     assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
     assert "base_url" in proc.stderr or "base-url" in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("value", [0, False, b"", b"http://example.com", 8080, ["http://example.com"]])
+def test_a_base_url_that_is_no_string_is_a_usage_error_not_the_default(value):
+    """A falsy or non-string base_url is refused, never read as "use the provider's own URL" (with the key)."""
+    with pytest.raises(toolwire.UsageError, match="base_url"):
+        HTTPTransport("openai-chat", model="m", base_url=value, api_key="k")
+
+
+@pytest.mark.parametrize("url", ["http://user:s3cr3t/pass@example.com", "http://user:s3cr3t#pass@example.com",
+                                 "http://user:s3cr3t?pass@example.com", "http://user:s3cr3t\uff03x@example.com",
+                                 "http://[s3cr3t-host]/", "s3cr3t-key:whatever", "http://user:s3cr3t@:0/",
+                                 "http://u:s3cr3t@example.com/?token=s3cr3t"])
+def test_no_part_of_a_refused_url_is_repeated(url):
+    """Whatever makes the URL unreadable (a password with '/', '#' or '?', a bracketed name, a key pasted in its
+    place, a query token), the UsageError repeats none of it."""
+    with pytest.raises(toolwire.UsageError) as err:
+        HTTPTransport("anthropic", model="m", base_url=url, api_key="k")
+    assert "s3cr3t" not in str(err.value)
+
+
+def test_a_base_url_variable_is_read_without_the_white_space_around_it(monkeypatch):
+    """A base URL variable with a trailing newline (read from a file) is used as the URL it holds, for every
+    dialect alike; an empty or blank one means unset."""
+    for provider in DIALECTS:
+        var = dialect_for(provider).http.base_url_env
+        monkeypatch.setenv(var, " http://127.0.0.1:9/prefix\n")
+        assert HTTPTransport(provider, model="m", api_key="k").url.startswith("http://127.0.0.1:9/prefix/")
+        monkeypatch.setenv(var, "  ")
+        HTTPTransport(provider, model="m", api_key="k").close()
+        monkeypatch.delenv(var)

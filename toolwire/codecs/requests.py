@@ -248,24 +248,46 @@ def read_error(cap: Capabilities, status: int, headers: Mapping[str, str], body:
 _FieldRule = tuple[tuple[str, ...], str, str]
 
 
+#: the longest base URL accepted (a longer one is a configuration mistake, not an address)
+MAX_BASE_URL = 2048
+_LIKE = "like 'http://127.0.0.1:8080' or 'https://host/prefix'"
+
+
 def checked_base_url(url: Any, source: str) -> str:
     """``url`` when it is an absolute http(s) URL with a host (a path prefix allowed); else a ``UsageError``
-    naming ``source`` (``base_url`` or the environment variable it came from). The URL is not repeated in the
-    message: it may carry credentials."""
+    naming ``source`` (``base_url`` or the environment variable it came from). Nothing of the URL is repeated in
+    the message: it may carry credentials."""
     if not isinstance(url, str):
         raise UsageError(f"{source} must be a string (an http:// or https:// URL), got {type(url).__name__}")
+    if not url:
+        raise UsageError(f"{source} is empty: give an http:// or https:// URL, or None for the provider's own")
+    if len(url) > MAX_BASE_URL:
+        raise UsageError(f"{source} is longer than {MAX_BASE_URL} characters")
     if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in url):
         raise UsageError(f"{source} must be an http:// or https:// URL: it contains white space or control "
                          "characters")
     try:
         parts = urllib.parse.urlsplit(url)
-        parts.port  # a port that is no number, or out of range, raises here
-    except ValueError as exc:
-        raise UsageError(f"{source} is not a URL ({exc})") from None
-    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-        got = f"scheme {parts.scheme!r}" if parts.scheme else "no scheme"
-        raise UsageError(f"{source} must be an http:// or https:// URL with a host (like "
-                         f"'http://127.0.0.1:8080'), got {got}{'' if parts.hostname else ' and no host'}")
+        port = parts.port  # a port that is no number, or out of range, raises here
+        host = parts.hostname
+    except ValueError:  # its text may quote the URL's user info or host: not repeated
+        raise UsageError(f"{source} is not a URL whose host and port can be read ({_LIKE})") from None
+    if parts.scheme.lower() not in ("http", "https"):
+        raise UsageError(f"{source} must be an http:// or https:// URL ({_LIKE})")
+    if not host or not host.strip(".") or "%" in host or port == 0:
+        raise UsageError(f"{source} must name a host (and a port from 1 to 65535, when it has one), {_LIKE}")
+    try:
+        host.encode("idna")
+    except UnicodeError:
+        raise UsageError(f"{source} has a host that is no valid DNS name or IP address") from None
+    if parts.query or parts.fragment or url.endswith(("?", "#")):
+        raise UsageError(f"{source} must not carry a query or a fragment: the request's path is added after it")
+    try:
+        import httpx
+
+        httpx.URL(url)
+    except Exception:  # noqa: BLE001 - whatever the HTTP client refuses: its message may quote the URL
+        raise UsageError(f"{source} is not a URL the HTTP client can use ({_LIKE})") from None
     return url
 
 
@@ -352,10 +374,11 @@ class HTTP:
         """Where and how to send one request (see ``toolwire.codecs.requests.endpoint``)."""
         from . import dialect_for
 
-        if base_url:
+        from_env = os.environ.get(self.base_url_env, "").strip()
+        if base_url is not None:
             base = checked_base_url(base_url, "base_url")
-        elif os.environ.get(self.base_url_env):
-            base = checked_base_url(os.environ[self.base_url_env], self.base_url_env)
+        elif from_env:
+            base = checked_base_url(from_env, self.base_url_env)
         else:
             base = self.default_base_url
         base = base.rstrip("/")
