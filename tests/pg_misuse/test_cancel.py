@@ -7,6 +7,7 @@ import asyncio
 import threading
 import time
 import uuid
+from typing import Any
 
 import psycopg
 import pytest
@@ -23,16 +24,32 @@ def _rows(url: str, conv: str) -> list[tuple]:
         return conn.execute("SELECT status FROM toolwire_ledger WHERE conversation_id = %s", (conv,)).fetchall()
 
 
-def test_arun_cancelled_after_its_claim_committed_does_not_leave_a_phantom_started_write(cluster, proxy):
-    """arun cancelled after its claim committed but before the handler ran: a re-dispatch runs it once."""
-    ran: list[str] = []
-
+def _saving(ran: list[str]) -> toolwire.Registry:
+    """A registry of one async write, ``save_note``, that records each text it saves in ``ran``."""
     async def save_note(text: str) -> str:
         """Save a note."""
         ran.append(text)
         return "saved"
 
-    registry = toolwire.Registry([toolwire.Tool.from_function(save_note, effect="write")])
+    return toolwire.Registry([toolwire.Tool.from_function(save_note, effect="write")])
+
+
+async def _start_with_its_claim_committed(cluster: Any, proxy: Any, conv: str, coro: Any) -> asyncio.Task:
+    """Hold back the server's replies from the claim's INSERT on (it commits, its answer waits), run ``coro`` as a
+    task, and return the task once the claim's row of ``conv`` is committed."""
+    proxy.freeze_replies_after(b"INSERT INTO toolwire_ledger")
+    task = asyncio.create_task(coro)
+    deadline = time.monotonic() + 10
+    while not await asyncio.to_thread(_rows, cluster.url, conv):
+        assert time.monotonic() < deadline, "the claim never reached the server"
+        await asyncio.sleep(0.02)
+    return task
+
+
+def test_arun_cancelled_after_its_claim_committed_does_not_leave_a_phantom_started_write(cluster, proxy):
+    """arun cancelled after its claim committed but before the handler ran: a re-dispatch runs it once."""
+    ran: list[str] = []
+    registry = _saving(ran)
     ledger = PostgresLedger(proxy.url, timeout=10)
     conv = "cancel-" + uuid.uuid4().hex
     turn = toolwire.parse("anthropic", body("anthropic", [("toolu_1", "save_note", {"text": "x"})]))
@@ -40,12 +57,7 @@ def test_arun_cancelled_after_its_claim_committed_does_not_leave_a_phantom_start
     async def main():
         d = Dispatcher(registry, ledger=ledger)
         await ledger.aget(toolwire.registry.LedgerKey("warm", "up"))  # the loop's pool holds a connection
-        proxy.freeze_replies_after(b"INSERT INTO toolwire_ledger")  # the server's replies are held back: the claim commits, its answer waits
-        task = asyncio.create_task(d.arun(turn, conversation_id=conv))
-        deadline = time.monotonic() + 10
-        while not await asyncio.to_thread(_rows, cluster.url, conv):
-            assert time.monotonic() < deadline, "the claim never reached the server"
-            await asyncio.sleep(0.05)
+        task = await _start_with_its_claim_committed(cluster, proxy, conv, d.arun(turn, conversation_id=conv))
         task.cancel()  # e.g. an asyncio.timeout() around the request, or the client went away
         proxy.thaw()
         with pytest.raises(asyncio.CancelledError):
@@ -143,13 +155,7 @@ def test_arun_cancelled_by_the_callers_timeout_ends_promptly_and_the_write_runs_
     """A write's arun under asyncio.wait_for, cancelled while its claim waits on a stalled server, ends within a
     second or two with the handler not run; dispatched again once the server answers, it runs exactly once."""
     ran: list[str] = []
-
-    async def save_note(text: str) -> str:
-        """Save a note."""
-        ran.append(text)
-        return "saved"
-
-    registry = toolwire.Registry([toolwire.Tool.from_function(save_note, effect="write")])
+    registry = _saving(ran)
     ledger = PostgresLedger(proxy.url, timeout=10)
     conv = "prompt-" + uuid.uuid4().hex
     turn = toolwire.parse("gemini", body("gemini", [("", "save_note", {"text": "x"})]))
@@ -220,13 +226,7 @@ def test_a_claim_cancelled_while_its_insert_is_slow_leaves_no_started_row(cluste
     asyncio.timeout(0.3) around arun: the server is asked to cancel the INSERT and the claim's removal runs after
     it ended, so no started row appears later, and the write dispatched again runs once."""
     ran: list[str] = []
-
-    async def save_note(text: str) -> str:
-        """Save a note."""
-        ran.append(text)
-        return "saved"
-
-    registry = toolwire.Registry([toolwire.Tool.from_function(save_note, effect="write")])
+    registry = _saving(ran)
     ledger = PostgresLedger(cluster.url, timeout=10)
     conv = "slow-" + uuid.uuid4().hex
     turn = toolwire.parse("anthropic", body("anthropic", [("toolu_1", "save_note", {"text": "x"})]))
@@ -258,25 +258,14 @@ def test_a_claim_cancelled_again_while_removing_its_row_keeps_it_for_later(clust
     """The claim's INSERT commits and its reply is held back; arun is cancelled (and cancelled again during the
     removal of its row): the row is remembered, removed before the next claim, and the write runs once."""
     ran: list[str] = []
-
-    async def save_note(text: str) -> str:
-        """Save a note."""
-        ran.append(text)
-        return "saved"
-
-    registry = toolwire.Registry([toolwire.Tool.from_function(save_note, effect="write")])
+    registry = _saving(ran)
     ledger = PostgresLedger(proxy.url, timeout=10)
     conv = f"again{cancels}-" + uuid.uuid4().hex
     turn = toolwire.parse("openai-responses", body("openai-responses", [("call_1", "save_note", {"text": "x"})]))
 
     async def main():
         await ledger.aget(toolwire.registry.LedgerKey("warm", "up"))
-        proxy.freeze_replies_after(b"INSERT INTO toolwire_ledger")
-        task = asyncio.create_task(Dispatcher(registry, ledger=ledger).arun(turn, conversation_id=conv))
-        deadline = time.monotonic() + 10
-        while not await asyncio.to_thread(_rows, cluster.url, conv):
-            assert time.monotonic() < deadline, "the claim never reached the server"
-            await asyncio.sleep(0.02)
+        task = await _start_with_its_claim_committed(cluster, proxy, conv, Dispatcher(registry, ledger=ledger).arun(turn, conversation_id=conv))
         task.cancel()
         if cancels == 2:
             await asyncio.sleep(0.05)
@@ -297,13 +286,7 @@ def test_a_cancelled_claim_keeps_the_removals_still_pending(cluster, proxy):
     """A row waiting to be removed (its claim failed while the server was unreachable) stays remembered when the
     next claim, which removes it first, is itself cancelled: the call that never ran runs once later."""
     ran: list[str] = []
-
-    async def save_note(text: str) -> str:
-        """Save a note."""
-        ran.append(text)
-        return "saved"
-
-    registry = toolwire.Registry([toolwire.Tool.from_function(save_note, effect="write")])
+    registry = _saving(ran)
     ledger = PostgresLedger(proxy.url, timeout=10)
     conv = "pending-" + uuid.uuid4().hex
     turn = toolwire.parse("bedrock-converse", body("bedrock-converse", [("t1", "save_note", {"text": "x"})]))
@@ -311,12 +294,8 @@ def test_a_cancelled_claim_keeps_the_removals_still_pending(cluster, proxy):
     async def main():
         d = Dispatcher(registry, ledger=ledger)
         await ledger.aget(toolwire.registry.LedgerKey("warm", "up"))
-        proxy.freeze_replies_after(b"INSERT INTO toolwire_ledger")
-        task = asyncio.create_task(d.arun(turn, conversation_id=conv, turn_id="r1"))
-        deadline = time.monotonic() + 10
-        while not await asyncio.to_thread(_rows, cluster.url, conv):
-            assert time.monotonic() < deadline, "the claim never reached the server"
-            await asyncio.sleep(0.02)
+        task = await _start_with_its_claim_committed(cluster, proxy, conv,
+                                                     d.arun(turn, conversation_id=conv, turn_id="r1"))
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task  # its row could not be removed: remembered
