@@ -13,7 +13,8 @@ to ``--redirect-to``); ``bump_then_status`` (a write that counts, then answers w
 counting), ``bump_then_internal_error`` (a write that counts, then answers JSON-RPC -32603), ``refuse_write``
 (answers JSON-RPC -32602 at HTTP 400, counting nothing), ``bump_then_status_error`` (counts, then answers HTTP
 ``status`` with a JSON-RPC error of ``code``), ``bump_then_202`` / ``bump_then_html`` (count, then answer 202
-Accepted with no body / 200 with an HTML body).
+Accepted with no body / 200 with an HTML body), ``restart`` (forgets the session, as a restarted server does:
+requests that carry its id are answered 404 until the next ``initialize``).
 
 Options: ``--port``, ``--status CODE`` (answer every POST with CODE), ``--redirect-all URL`` (answer every POST
 with a 307 to URL), ``--record FILE`` (append each request's method, path and headers, one JSON line each).
@@ -43,13 +44,15 @@ TOOLS = [_tool("echo", text="string"), _tool("bump", read=False), _tool("count")
          _tool("bump_then_status", read=False, status="integer"), _tool("status_read", status="integer"),
          _tool("bump_then_internal_error", read=False, delay="number"), _tool("refuse_write", read=False),
          _tool("bump_then_status_error", read=False, status="integer", code="integer"),
-         _tool("bump_then_202", read=False), _tool("bump_then_html", read=False)]
+         _tool("bump_then_202", read=False), _tool("bump_then_html", read=False), _tool("restart")]
 
 
 class State:
     options: argparse.Namespace
     count = 0
     lock = threading.Lock()
+    session = "hostile-session"
+    forgot = False  # "restarted": requests with the old session id are answered 404 until a new initialize
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -76,7 +79,7 @@ class Handler(BaseHTTPRequestHandler):
     def result(self, request_id: object, result: object = None, error: dict | None = None) -> None:
         message: dict = {"jsonrpc": "2.0", "id": request_id}
         message.update({"error": error} if error is not None else {"result": result})
-        self.reply(200, json.dumps(message).encode(), mcp_session_id="hostile-session")
+        self.reply(200, json.dumps(message).encode(), mcp_session_id=State.session)
 
     def sse_head(self) -> None:
         self.send_response(200)
@@ -109,7 +112,12 @@ class Handler(BaseHTTPRequestHandler):
             self.reply(202, b"")
             return
         method, params, request_id = message.get("method"), message.get("params") or {}, message["id"]
+        if State.forgot and method != "initialize" and self.headers.get("Mcp-Session-Id"):
+            self.reply(404, b"")
+            return
         if method == "initialize":
+            if State.forgot:
+                State.forgot, State.session = False, f"hostile-session-{time.monotonic_ns()}"
             self.result(request_id, {"protocolVersion": params.get("protocolVersion", "2025-06-18"),
                                      "capabilities": {"tools": {}}, "serverInfo": {"name": "hostile", "version": "1"}})
         elif method == "tools/list":
@@ -205,6 +213,9 @@ class Handler(BaseHTTPRequestHandler):
         elif name == "refuse_write":
             self.reply(400, json.dumps({"jsonrpc": "2.0", "id": request_id,
                                         "error": {"code": -32602, "message": "bad arguments"}}).encode())
+        elif name == "restart":
+            State.forgot = True
+            self.result(request_id, text("restarted"))
         elif name == "redirect":
             self.reply(307, b"", Location=State.options.redirect_to or "http://127.0.0.1:9/")
         else:

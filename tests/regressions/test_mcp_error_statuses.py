@@ -136,3 +136,18 @@ def test_an_internal_error_is_outcome_unknown_even_when_another_call_is_refused_
         writer.join(30)
         assert read.is_error
         assert box["w"].kind is ResultKind.OUTCOME_UNKNOWN, box["w"]
+
+
+@pytest.mark.parametrize("mode", ["run", "arun"])
+@pytest.mark.parametrize("provider", DIALECTS)
+def test_a_write_after_the_server_forgot_the_session_runs_once_on_a_new_session(server, provider, mode):
+    """A restarted server answers the old session's requests with 404: it did not take the call, so the write is
+    sent again on a new session and runs exactly once (every later call works too), instead of every call being
+    refused until the MCPServer is reopened."""
+    with MCPServer.http(server.url, reconnect_attempts=2) as mcp:
+        registry = Registry(mcp.tools(timeout=30.0))
+        before = _count(registry)
+        assert registry["restart"].invoke({}).parts[0].text == "restarted"
+        res = _dispatch(toolwire.Dispatcher(registry), provider, mode, "bump", {}, f"gone-{provider}-{mode}")
+        assert res.kind is ResultKind.OK and not res.is_error, res
+        assert _count(registry) == before + 1

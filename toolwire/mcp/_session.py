@@ -331,6 +331,17 @@ class Session:
                                server=self.server)
 
     async def call(self, name: str, args: Any, timeout: float) -> Content:
+        """``tools/call`` ``name`` with ``args``, answered within ``timeout`` seconds (see ``_call_once``).
+
+        A server that answers that it no longer knows the session (HTTP 404 to a request that carries its id: a
+        restarted server) did not take the call: it is sent once more, on a new session."""
+        try:
+            return await self._call_once(name, args, timeout, resent=False)
+        except _SessionGone as gone:
+            self._lost(gone.gen, "the server no longer knows the session (HTTP 404)")
+            return await self._call_once(name, args, timeout, resent=True)
+
+    async def _call_once(self, name: str, args: Any, timeout: float, *, resent: bool) -> Content:
         """``tools/call`` ``name`` with ``args``, answered within ``timeout`` seconds.
 
         Returns the result's ``Content``; raises ``ToolError`` (an ``isError`` result, or a JSON-RPC error: the
@@ -373,6 +384,8 @@ class Session:
                 raise MCPUnreadableAnswer(f"the answer of the MCP server {self.server} to {name} could not be read "
                                           f"({exc.error.message}): the call may or may not have run",
                                           server=self.server) from None
+            if exc.error.message == _SDK_SESSION_GONE and not resent and target.unknown_statuses == unknown:
+                raise _SessionGone(gen) from None
             if _may_have_run(exc.code, exc.error.message, target.unknown_statuses != unknown):
                 status = "" if target.status_seq == seq else f", HTTP {target.last_status}"
                 raise OutcomeUnknown(f"the MCP server {self.server} failed while handling {name} "
@@ -429,6 +442,15 @@ def fingerprint(entries: list[dict[str, Any]]) -> str:
 _SDK_ERROR_STATUS = "Server returned an error response"  # INTERNAL_ERROR: an HTTP status of 400 or more (not 404)
 _SDK_ACCEPTED = "server answered a request with 202 Accepted"  # INVALID_REQUEST
 _SDK_CONTENT_TYPE = "Unexpected content type"  # INVALID_REQUEST: a 2xx answer that is neither JSON nor SSE
+_SDK_SESSION_GONE = "Session terminated"  # INVALID_REQUEST: HTTP 404 to a request that carried the session's id
+
+
+class _SessionGone(Exception):
+    """The server answered a call that it no longer knows ``gen``'s session: the call was not taken."""
+
+    def __init__(self, gen: Any) -> None:
+        super().__init__("session gone")
+        self.gen = gen
 
 
 def _may_have_run(code: int, message: str, unknown_status: bool) -> bool:
