@@ -14,7 +14,8 @@ counting), ``bump_then_internal_error`` (a write that counts, then answers JSON-
 (answers JSON-RPC -32602 at HTTP 400, counting nothing), ``bump_then_status_error`` (counts, then answers HTTP
 ``status`` with a JSON-RPC error of ``code``), ``bump_then_202`` / ``bump_then_html`` (count, then answer 202
 Accepted with no body / 200 with an HTML body), ``restart`` (forgets the session, as a restarted server does:
-requests that carry its id are answered 404 until the next ``initialize``).
+requests that carry its id are answered 404 until the next ``initialize``), ``fail_next_lists`` (the next
+``count`` ``tools/list`` requests are answered HTTP ``status``).
 
 Options: ``--port``, ``--status CODE`` (answer every POST with CODE), ``--redirect-all URL`` (answer every POST
 with a 307 to URL), ``--record FILE`` (append each request's method, path and headers, one JSON line each).
@@ -44,7 +45,8 @@ TOOLS = [_tool("echo", text="string"), _tool("bump", read=False), _tool("count")
          _tool("bump_then_status", read=False, status="integer"), _tool("status_read", status="integer"),
          _tool("bump_then_internal_error", read=False, delay="number"), _tool("refuse_write", read=False),
          _tool("bump_then_status_error", read=False, status="integer", code="integer"),
-         _tool("bump_then_202", read=False), _tool("bump_then_html", read=False), _tool("restart")]
+         _tool("bump_then_202", read=False), _tool("bump_then_html", read=False), _tool("restart"),
+         _tool("fail_next_lists", count="integer", status="integer")]
 
 
 class State:
@@ -53,6 +55,7 @@ class State:
     lock = threading.Lock()
     session = "hostile-session"
     forgot = False  # "restarted": requests with the old session id are answered 404 until a new initialize
+    list_failures: list[int] = []  # HTTP statuses the next tools/list requests are answered with, one each
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -121,6 +124,9 @@ class Handler(BaseHTTPRequestHandler):
             self.result(request_id, {"protocolVersion": params.get("protocolVersion", "2025-06-18"),
                                      "capabilities": {"tools": {}}, "serverInfo": {"name": "hostile", "version": "1"}})
         elif method == "tools/list":
+            if State.list_failures:
+                self.reply(State.list_failures.pop(0), b"<html>busy</html>", content_type="text/html")
+                return
             self.result(request_id, {"tools": TOOLS})
         elif method == "ping":
             self.result(request_id, {})
@@ -213,6 +219,9 @@ class Handler(BaseHTTPRequestHandler):
         elif name == "refuse_write":
             self.reply(400, json.dumps({"jsonrpc": "2.0", "id": request_id,
                                         "error": {"code": -32602, "message": "bad arguments"}}).encode())
+        elif name == "fail_next_lists":
+            State.list_failures = [int(args.get("status", 503))] * int(args.get("count", 1))
+            self.result(request_id, text("ok"))
         elif name == "restart":
             State.forgot = True
             self.result(request_id, text("restarted"))

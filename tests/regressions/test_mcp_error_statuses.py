@@ -151,3 +151,21 @@ def test_a_write_after_the_server_forgot_the_session_runs_once_on_a_new_session(
         res = _dispatch(toolwire.Dispatcher(registry), provider, mode, "bump", {}, f"gone-{provider}-{mode}")
         assert res.kind is ResultKind.OK and not res.is_error, res
         assert _count(registry) == before + 1
+
+
+@pytest.mark.parametrize("status", [502, 503, 429])
+def test_a_listing_answered_with_a_transient_http_status_is_tried_again(server, status):
+    """tools/list answered once with HTTP 502/503/429 (a server still starting, a busy gateway) is listed again on a
+    new session, like a failed initialize; answered so every time, it is an MCPConnectionError naming the status."""
+    from toolwire.mcp import MCPConnectionError
+
+    with MCPServer.http(server.url, reconnect_attempts=2) as mcp:
+        Registry(mcp.tools(timeout=30.0))["fail_next_lists"].invoke({"count": 1, "status": status})
+    with MCPServer.http(server.url, reconnect_attempts=2) as mcp:
+        assert "bump" in [t.name for t in mcp.tools(timeout=30.0)]
+    with MCPServer.http(server.url, reconnect_attempts=2) as mcp:
+        Registry(mcp.tools(timeout=30.0))["fail_next_lists"].invoke({"count": 2, "status": status})  # every try
+    with MCPServer.http(server.url, reconnect_attempts=2) as mcp:
+        with pytest.raises(MCPConnectionError) as err:
+            mcp.tools(timeout=30.0)
+        assert f"HTTP {status}" in str(err.value) + err.value.cause

@@ -272,14 +272,27 @@ class Session:
         from mcp_types import CONNECTION_CLOSED
         from pydantic import ValidationError
 
+        target = self.target
         for attempt in (1, 2):
             gen = await self.ensure()
+            seq = target.status_seq
             try:
                 entries = await self._pages(gen)
             except ValidationError as exc:
                 raise MCPProtocolError(f"the MCP server {self.server} sent a tools/list page that is not valid MCP: "
                                        f"{describe(exc)}", server=self.server) from None
             except MCPError as exc:
+                status = target.last_status if target.status_seq != seq else None
+                if exc.error.message == _SDK_ERROR_STATUS and status is not None and (
+                        status >= 500 or status in (408, 429)):
+                    # a server still starting, a busy gateway: listing is safe to ask again, on a new session
+                    self._lost(gen, f"tools/list was answered HTTP {status}")
+                    if attempt == 2:
+                        raise MCPConnectionError(f"the MCP server {self.server} answered tools/list with HTTP "
+                                                 f"{status}", server=self.server, attempts=2,
+                                                 cause=f"HTTP {status}") from None
+                    await asyncio.sleep(_LIST_RETRY_PAUSE)
+                    continue
                 if exc.code != CONNECTION_CLOSED:
                     raise MCPProtocolError(f"the MCP server {self.server} answered tools/list with an error: "
                                            f"{exc.error.message} ({exc.code})", server=self.server) from None
@@ -437,6 +450,9 @@ def fingerprint(entries: list[dict[str, Any]]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+
+#: the pause before tools/list is asked again after a transient HTTP status
+_LIST_RETRY_PAUSE = 0.2
 
 # what the MCP SDK's HTTP client reports, as a JSON-RPC error of its own, for an answer that is no JSON-RPC message
 _SDK_ERROR_STATUS = "Server returned an error response"  # INTERNAL_ERROR: an HTTP status of 400 or more (not 404)
