@@ -450,7 +450,6 @@ def fingerprint(entries: list[dict[str, Any]]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-
 #: the pause before tools/list is asked again after a transient HTTP status
 _LIST_RETRY_PAUSE = 0.2
 

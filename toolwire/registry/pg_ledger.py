@@ -332,11 +332,10 @@ class PostgresLedger:
             self._forget_loop_pools()
             entry = self._apools.pop(loop, None)
         if entry is not None:
-            pool, closer = entry
+            closer = entry[1]
             closer.cancel()
             await asyncio.wait((closer,))  # its ``finally`` closes the pool and marks the loop as ending ...
             self._ending.discard(loop)  # ... which it is not: the next use opens a new pool for the loop
-            await pool.close()
 
     def __enter__(self) -> "PostgresLedger":
         return self
@@ -359,10 +358,7 @@ class PostgresLedger:
             # thread forever: past the deadline the connection's socket is shut down, which fails the statement
             guard = _WATCHDOG.arm(request.hard_limit(), conn)
             try:
-                if conn not in self._set_up:
-                    _execute(conn, self._session_settings())
-                    self._set_up.add(conn)
-                return drive(request.steps, functools.partial(_execute, conn))
+                return drive(self._on(conn, request.steps), functools.partial(_execute, conn))
             finally:
                 guard.cancel()
 
@@ -375,18 +371,20 @@ class PostgresLedger:
             async with pool.connection(timeout=request.wait()) as conn:
                 guard = asyncio.get_running_loop().call_later(request.hard_limit(), _shut_down, conn)
                 try:
-                    return await _promptly(conn, self._arun_steps(conn, request.steps))
+                    return await _promptly(conn, adrive(self._on(conn, request.steps),
+                                                        functools.partial(_aexecute, conn)))
                 finally:
                     guard.cancel()
         finally:
             if temporary:
                 await pool.close()
 
-    async def _arun_steps(self, conn: Any, steps: Steps[Any]) -> Any:
+    def _on(self, conn: Any, steps: Steps[Any]) -> Steps[Any]:
+        """``steps`` on ``conn``, after the session settings when ``conn`` does not carry them yet."""
         if conn not in self._set_up:
-            await _aexecute(conn, self._session_settings())
+            yield self._session_settings()
             self._set_up.add(conn)
-        return await adrive(steps, functools.partial(_aexecute, conn))
+        return (yield from steps)
 
     def _operation(self, op: str, key: LedgerKey | None, make_steps: Callable[[bool], Steps[Any]],
                    deadline: float | None = None) -> Steps[Any]:
@@ -684,19 +682,14 @@ async def _promptly(conn: Any, work: Awaitable[T]) -> T:
 async def _settle(conn: Any, task: asyncio.Future[Any]) -> None:
     """Ask the server to cancel ``conn``'s statement and wait for ``task`` (the work running it) to end, within
     ``_CANCEL_WAIT`` each; then shut the socket down and wait for the work to fail."""
-    await _cancel_statement(conn, task)
-    if not task.done():
-        _shut_down(conn)
-        await asyncio.wait((task,))
-
-
-async def _cancel_statement(conn: Any, task: asyncio.Future[Any]) -> None:
-    """Ask the server to cancel ``conn``'s statement; wait for ``task`` (the work running it) to end."""
     try:
         await asyncio.wait_for(conn.cancel_safe(timeout=_CANCEL_WAIT), _CANCEL_WAIT)
     except Exception:  # noqa: BLE001 - no answer in time, or the connection is gone: the socket is shut down next
         pass
     await asyncio.wait((task,), timeout=_CANCEL_WAIT)
+    if not task.done():
+        _shut_down(conn)
+        await asyncio.wait((task,))
 
 
 def _retrieved(task: asyncio.Future[Any]) -> None:
