@@ -28,6 +28,7 @@ from .ledger import AsyncLedger, Ledger, LedgerKey, LedgerRecord, MemoryLedger, 
 from .pg_ledger import PostgresLedger
 from .registry import Registry, assert_registry_matches
 from .result import ResultKind, ToolResult
+from .formats import FORMAT_CHECK_MAX_CHARS
 from .tool import DEFAULT_TIMEOUT, NAME_PATTERN, NAME_RULE, Tool, check_tool_name
 
 __all__ = [
@@ -72,4 +73,5 @@ __all__ = [
     "NAME_PATTERN",
     "NAME_RULE",
     "DEFAULT_TIMEOUT",
+    "FORMAT_CHECK_MAX_CHARS",
 ]

@@ -556,8 +556,12 @@ class Dispatcher:
         if tool.kind == "custom" and call.args is None and call.problem is None:
             try:
                 p.value = tool.validate(call.raw_arguments)
-            except ArgumentsInvalid as exc:  # pragma: no cover - raw_arguments is always text
-                self._reject(p, K.INVALID_ARGUMENTS, f"Invalid input for {tool.name}: {exc.message}.")
+            except ArgumentsInvalid as exc:  # text outside the tool's declared format
+                _log.emit(_log.INFO, "dispatch.invalid_arguments", provider=call.provider,
+                          conversation_id=conversation_id, call_id=call.call_id, local_id=call.local_id,
+                          name=tool.name, path=exc.path, problem="format")
+                self._reject(p, K.INVALID_ARGUMENTS, f"Invalid input for {tool.name}: {exc.message}. Nothing was "
+                             "run; send the call again with text in the tool's format.")
                 return
         elif call.args is None:
             detail = call.problem.message if call.problem else "no argument object"

@@ -50,6 +50,7 @@ from ._pydantic import is_pydantic_field, pydantic_arguments, uses_pydantic
 from .content import ToolError
 from .context import context_parameter
 from .errors import HandlerSignatureError, ToolDeclarationError, ToolNameError
+from .formats import format_check
 
 __all__ = ["Tool", "Effect", "ToolKind", "IdempotencyKey", "NAME_RULE", "NAME_PATTERN", "DEFAULT_TIMEOUT",
            "check_tool_name"]
@@ -634,17 +635,32 @@ class Tool:
     @classmethod
     def custom(cls, name: str, handler: Callable[..., Any], *, effect: Effect, description: str = "",
                format: Mapping[str, Any] | None = None, timeout: float | None = DEFAULT_TIMEOUT,
-               idempotency_key: IdempotencyKey | None = None) -> "Tool":
+               idempotency_key: IdempotencyKey | None = None, check_format: bool = True) -> "Tool":
         """Declare a free-text custom tool: the model sends text (constrained by ``format`` where given: a
         Responses grammar or regex definition) and ``handler(text)`` is called with it.
 
+        A grammar ``format`` is also checked here, on the text that arrives, before the handler runs: the whole
+        text must match the regex or derive from the grammar's ``start`` rule, as the provider applies it (see
+        ``toolwire.registry.formats``); text outside it is answered ``invalid_arguments``. The check needs the
+        ``grammar`` extra (``pip install 'toolwire[grammar]'``); without it, or with a definition the provider's
+        engine cannot compile, declaring the tool raises ``ToolDeclarationError``. ``check_format=False`` turns
+        the check off (the format is still declared to the provider; the handler gets any text).
+
         Only OpenAI dialects can declare custom tools; ``declare`` refuses them for the others.
         """
+        if not isinstance(check_format, bool):
+            raise ToolDeclarationError(f"tool {name!r}: check_format must be True or False, not {check_format!r}",
+                                       tool=name, rule="check_format is a bool")
+        checked = format_check(check_tool_name(name), _check_format(name, format), check_format)
+
         def validate(text: Any) -> Any:
             if not isinstance(text, str):
                 raise ArgumentsInvalid(f"{name} is a custom tool: its input is text, not "
                                        f"{'a JSON object' if isinstance(text, dict) else type(text).__name__}"
                                        " - at `$`", "$")
+            problem = checked.problem(text) if checked is not None else None
+            if problem is not None:
+                raise ArgumentsInvalid(f"{problem} - at `$`", "$")
             return text
 
         schema = {"type": "string"}
