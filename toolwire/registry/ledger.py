@@ -10,8 +10,10 @@ Protocol (small on purpose, so Redis and PostgreSQL ledgers can follow):
 
 Optional async twins (``AsyncLedger``): ``async aclaim(key, fingerprint="")``, ``async acomplete(key, result)`` and
 ``async aget(key)``, with the same answers and errors. ``Dispatcher.arun`` awaits ``aclaim``/``acomplete`` when the
-ledger has them (``PostgresLedger`` does) and otherwise runs ``claim``/``complete`` in a worker thread
-(``asyncio.to_thread``), so a ledger that has only the sync methods never blocks the event loop either.
+ledger has them (``SQLiteLedger`` and ``PostgresLedger`` do) and otherwise runs ``claim``/``complete`` in a worker
+thread (``asyncio.to_thread``), so a ledger that has only the sync methods never blocks the event loop either. A
+claim whose caller is cancelled must never commit, or must remove its row: the caller will not run the handler, and
+a ``started`` row nobody completes answers ``outcome_unknown`` for good.
 
 ``fingerprint`` (tool name and arguments hash) is stored beside the key, so a key reused for a different call is
 noticed rather than answered with another call's result.
@@ -32,11 +34,16 @@ Keys: ``LedgerKey(conversation_id, call_key)``. The dispatcher uses three kinds 
 
 from __future__ import annotations
 
+import asyncio
+import collections
+import contextvars
+import itertools
+import math
 import os
 import sqlite3
 import threading
 import time
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import msgspec
 
@@ -174,6 +181,71 @@ def record_from_row(key: LedgerKey, row: tuple) -> LedgerRecord:
                         started_at=started_at, completed_at=completed_at)
 
 
+#: the pauses between attempts to take the database's write lock for a claim (those of SQLite's own busy handler,
+#: the last repeated): waited on an event, so a cancelled claim stops waiting at once
+_LOCK_PAUSES = (0.001, 0.002, 0.005, 0.01, 0.015, 0.02, 0.025, 0.025, 0.025, 0.05, 0.05, 0.1)
+#: how often a cancelled claim queued behind this process's other ledger operations looks whether it may stop
+_QUEUE_POLL = 0.01
+#: how long the removal of a cancelled claim's row waits for the database (then it is kept for the next claim)
+_RELEASE_WAIT = 0.3
+_UNRELEASED_MAX = 10_000
+_REMOVE = ("DELETE FROM toolwire_ledger WHERE conversation_id = ? AND call_key = ? AND status = 'started'"
+           " AND pid = ? AND started_at = ?")
+
+_stamp_lock = threading.Lock()
+_last_stamp = 0.0
+
+
+def _stamp() -> float:
+    """``time.time()``, strictly increasing in this process: with the pid, it tells one claim's row from any other
+    claim of the same key."""
+    global _last_stamp
+    with _stamp_lock:
+        now = time.time()
+        _last_stamp = now if now > _last_stamp else math.nextafter(_last_stamp, math.inf)
+        return _last_stamp
+
+
+class _Stopped(Exception):
+    """A claim's caller was cancelled before the claim committed: it rolls back (or removes its row) and ends."""
+
+
+class _Ticket:
+    """What the task awaiting an async claim and the thread running it tell each other, under ``lock``: whether the
+    task was cancelled (``cancelled``), and how far the claim got (``state``: ``open``, then ``committing`` once
+    the claim decided to commit, then ``done``, with ``claimed`` telling whether the committed row is its own)."""
+
+    __slots__ = ("lock", "cancelled", "state", "claimed", "stamp")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.cancelled = threading.Event()
+        self.state = "open"
+        self.claimed = False
+        self.stamp = 0.0
+
+    def cancel(self) -> str:
+        """Mark the claim cancelled; the state it had: ``open`` (it will never commit), ``committing`` (it removes
+        its row itself) or ``done`` (it ended first: the task removes the row when ``claimed``)."""
+        with self.lock:
+            self.cancelled.set()
+            return self.state
+
+    def commit(self, stamp: float) -> None:
+        """The claim is about to commit its row (``stamp``): raises ``_Stopped`` instead when it was cancelled."""
+        with self.lock:
+            if self.cancelled.is_set():
+                raise _Stopped
+            self.state, self.stamp = "committing", stamp
+
+    def committed(self, claimed: bool) -> None:
+        """The claim committed: raises ``_Stopped`` when it was cancelled meanwhile (its row is then removed)."""
+        with self.lock:
+            if self.cancelled.is_set():
+                raise _Stopped
+            self.state, self.claimed = "done", claimed
+
+
 class SQLiteLedger:
     """A ledger in one SQLite file, safe across threads and processes.
 
@@ -181,6 +253,17 @@ class SQLiteLedger:
     ``BEGIN IMMEDIATE`` transaction, and the claim is a single ``INSERT … ON CONFLICT DO NOTHING`` on the
     primary key: of any number of processes racing on one key, exactly one claims it. Connections are opened
     per process (a ledger object inherited through ``fork`` reopens its file) and shared by threads under a lock.
+    ``timeout``: seconds an operation waits for the database's write lock (held by another connection's write).
+
+    A claim never strands a write: one that does not return (its ``aclaim`` cancelled by the caller, a
+    ``KeyboardInterrupt`` in ``claim``) leaves no row of its own, since the caller will not run the handler and a
+    ``started`` row nobody completes would answer ``outcome_unknown`` for good. ``aclaim`` runs the claim on a
+    worker thread; cancelled while the claim waits for the write lock, the claim stops waiting (its waits are on
+    an event, not in SQLite's busy handler, which nothing interrupts) and never commits; cancelled while it
+    commits or just after, the row is removed before the cancellation goes on, however many times the caller is
+    cancelled meanwhile. A removal that cannot get the lock within 0.3 s is kept and tried again
+    before this process's next claim, within that claim's ``timeout``; it removes only the row of the claim that
+    wrote it (same pid and ``started_at``), never a later claim's.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, timeout: float = 30.0) -> None:
@@ -189,6 +272,9 @@ class SQLiteLedger:
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._pid: int | None = None
+        #: rows of claims that did not return whose removal failed: (key, pid, started_at)
+        self._unreleased: collections.deque[tuple[LedgerKey, int, float]] = collections.deque(
+            maxlen=_UNRELEASED_MAX)
         with self._lock:
             self._connection()
 
@@ -221,22 +307,81 @@ class SQLiteLedger:
     # ---- protocol -------------------------------------------------------------------------------------
     def claim(self, key: LedgerKey, fingerprint: str = "") -> LedgerRecord | None:
         with self._lock:
-            conn = self._connection()
+            return self._claim(key, fingerprint, None)
+
+    async def aclaim(self, key: LedgerKey, fingerprint: str = "") -> LedgerRecord | None:
+        """``claim`` on a worker thread, so the event loop never waits for the database lock. Cancelled, the claim
+        never commits, or its row is removed before the cancellation goes on (see the class docstring)."""
+        loop = asyncio.get_running_loop()
+        ticket = _Ticket()
+        work = loop.run_in_executor(None, contextvars.copy_context().run, self._claim_for, key, fingerprint, ticket)
+        work.add_done_callback(_retrieved)  # once the caller is cancelled, its failure is nobody's
+        try:
+            return await asyncio.shield(work)
+        except asyncio.CancelledError:
+            state = ticket.cancel()
+            if state != "open":  # its row may be committed: wait for its removal, whoever does it
+                waits: list[asyncio.Future[Any]] = [work]
+                if state == "done" and ticket.claimed:  # it ended before the cancellation: the row is ours to remove
+                    removal = loop.run_in_executor(None, self._remove_claimed, key, ticket.stamp)
+                    removal.add_done_callback(_retrieved)
+                    waits.append(removal)
+                await _unhurried(waits)
+            raise
+
+    async def acomplete(self, key: LedgerKey, result: ToolResult) -> None:
+        """``complete`` on a worker thread."""
+        await asyncio.to_thread(self.complete, key, result)
+
+    async def aget(self, key: LedgerKey) -> LedgerRecord | None:
+        """``get`` on a worker thread."""
+        return await asyncio.to_thread(self.get, key)
+
+    def _claim_for(self, key: LedgerKey, fingerprint: str, ticket: _Ticket) -> LedgerRecord | None:
+        """``aclaim``'s claim, on a worker thread: it waits for this process's other operations only as long as its
+        caller is not cancelled."""
+        while not self._lock.acquire(timeout=_QUEUE_POLL):
+            if ticket.cancelled.is_set():
+                raise _Stopped
+        try:
+            return self._claim(key, fingerprint, ticket)
+        finally:
+            self._lock.release()
+
+    def _claim(self, key: LedgerKey, fingerprint: str, ticket: _Ticket | None) -> LedgerRecord | None:
+        """The claim, under ``self._lock``. A claim that raises (cancelled, interrupted, failed) leaves no row of its
+        own: a transaction still open is rolled back; a row already committed is removed."""
+        stop = None if ticket is None else ticket.cancelled
+        conn = self._connection()
+        claimed = False
+        try:
+            if conn.in_transaction:  # left open by an operation interrupted before its rollback
+                self._abort(conn)
+                conn = self._connection()
+            deadline = time.monotonic() + self.timeout  # one deadline for the claim and the removals it retries
+            self._release_pending(conn, deadline, stop)
+            stamp = _stamp()
             try:
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    cur = conn.execute(
-                        "INSERT INTO toolwire_ledger (conversation_id, call_key, status, fingerprint, started_at,"
-                        " pid) VALUES (?, ?, 'started', ?, ?, ?) ON CONFLICT (conversation_id, call_key) DO NOTHING",
-                        (key.conversation_id, key.call_key, fingerprint, time.time(), os.getpid()))
-                    claimed = cur.rowcount == 1
-                    row = None if claimed else self._select(conn, key)
-                    conn.execute("COMMIT")
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
-            except sqlite3.Error as exc:
-                raise LedgerError(f"ledger claim failed for {key!r}: {exc}") from exc
+                self._begin(conn, deadline, stop)
+                cur = conn.execute(
+                    "INSERT INTO toolwire_ledger (conversation_id, call_key, status, fingerprint, started_at,"
+                    " pid) VALUES (?, ?, 'started', ?, ?, ?) ON CONFLICT (conversation_id, call_key) DO NOTHING",
+                    (key.conversation_id, key.call_key, fingerprint, stamp, os.getpid()))
+                claimed = cur.rowcount == 1
+                row = None if claimed else self._select(conn, key)
+                if ticket is not None:
+                    ticket.commit(stamp)
+                conn.execute("COMMIT")
+                if ticket is not None:
+                    ticket.committed(claimed)
+            except BaseException:
+                if conn.in_transaction:
+                    self._abort(conn)  # nothing was committed
+                elif claimed:  # committed, but the caller will not run the handler: the row must go
+                    self._remove(conn, key, stamp)
+                raise
+        except sqlite3.Error as exc:
+            raise LedgerError(f"ledger claim failed for {key!r}: {exc}") from exc
         return None if claimed else self._record(key, row)
 
     def complete(self, key: LedgerKey, result: ToolResult) -> None:
@@ -273,6 +418,88 @@ class SQLiteLedger:
         return None if row is None else self._record(key, row)
 
     # ---- helpers --------------------------------------------------------------------------------------
+    def _begin(self, conn: sqlite3.Connection, deadline: float, stop: threading.Event | None) -> None:
+        """``BEGIN IMMEDIATE``, waiting for the write lock until ``deadline``; raises ``_Stopped`` as soon as ``stop``
+        is set. SQLite's busy handler is off meanwhile: nothing can interrupt its waits."""
+        conn.execute("PRAGMA busy_timeout = 0")
+        try:
+            for attempt in itertools.count():
+                try:
+                    conn.execute("BEGIN IMMEDIATE")
+                    return
+                except sqlite3.OperationalError as exc:
+                    left = deadline - time.monotonic()
+                    if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY or left <= 0:
+                        raise
+                    pause = min(_LOCK_PAUSES[min(attempt, len(_LOCK_PAUSES) - 1)], left)
+                    if stop is None:
+                        time.sleep(pause)
+                    elif stop.wait(pause):
+                        raise _Stopped from None
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+
+    def _abort(self, conn: sqlite3.Connection) -> None:
+        """Roll back ``conn``'s transaction; when that fails, drop the connection (closing it ends the transaction
+        and lets go of the file's lock; the next operation opens another)."""
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            if self._conn is conn:
+                self._conn = None
+            conn.close()
+
+    def _delete(self, conn: sqlite3.Connection, row: tuple[LedgerKey, int, float], deadline: float,
+                stop: threading.Event | None) -> None:
+        """Delete ``row`` (key, pid, started_at) if it is still that claim's ``started`` row; its transaction ends
+        whatever happens."""
+        key, pid, stamp = row
+        try:
+            self._begin(conn, deadline, stop)
+            conn.execute(_REMOVE, (key.conversation_id, key.call_key, pid, stamp))
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                self._abort(conn)
+            raise
+
+    def _remove(self, conn: sqlite3.Connection, key: LedgerKey, stamp: float) -> None:
+        """Remove the row a claim that does not return committed (under ``self._lock``); kept for the next claim when
+        the database cannot be had within ``_RELEASE_WAIT``, or the removal is interrupted."""
+        row = (key, os.getpid(), stamp)
+        try:
+            self._delete(conn, row, time.monotonic() + _RELEASE_WAIT, None)
+        except BaseException as exc:  # noqa: BLE001 - the claim's own failure is what its caller gets
+            self._unreleased.append(row)
+            if not isinstance(exc, Exception):
+                raise
+
+    def _remove_claimed(self, key: LedgerKey, stamp: float) -> None:
+        """Remove the row of an async claim whose caller was cancelled as the claim returned (on a worker thread)."""
+        if not self._lock.acquire(timeout=_RELEASE_WAIT):
+            self._unreleased.append((key, os.getpid(), stamp))
+            return
+        try:
+            try:
+                conn = self._connection()
+            except LedgerError:
+                self._unreleased.append((key, os.getpid(), stamp))
+                return
+            self._remove(conn, key, stamp)
+        finally:
+            self._lock.release()
+
+    def _release_pending(self, conn: sqlite3.Connection, deadline: float, stop: threading.Event | None) -> None:
+        """Remove the rows whose removal failed before (under ``self._lock``, before a claim): the same call
+        dispatched again in this process then finds no row and runs, once. What cannot be removed by ``deadline``
+        is kept for the next claim."""
+        while self._unreleased:
+            try:
+                self._delete(conn, self._unreleased[0], deadline, stop)
+            except sqlite3.Error:
+                return  # the database is still busy: the claim itself tries next, within what is left
+            self._unreleased.popleft()
+
     @staticmethod
     def _select(conn: sqlite3.Connection, key: LedgerKey) -> tuple | None:
         return conn.execute(
@@ -287,3 +514,18 @@ class SQLiteLedger:
 
     def __repr__(self) -> str:
         return f"SQLiteLedger({self.path!r})"
+
+
+async def _unhurried(futures: list[asyncio.Future[Any]]) -> None:
+    """Wait until every one of ``futures`` has ended, however many times the waiting task is cancelled meanwhile
+    (each is work on a thread that ends on its own, within a bounded time)."""
+    while not all(f.done() for f in futures):
+        try:
+            await asyncio.wait(futures)
+        except asyncio.CancelledError:
+            pass
+
+
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
