@@ -304,9 +304,10 @@ class Bench:
         n = cfg.repair_calls
         print()
         print(f"repair: repair_history at 4x and 10x the calls over 1x ({n} -> {4 * n} -> {10 * n}), median of "
-              f"interleaved repeats (targets <= {REPAIR_TARGETS[4]:g}x and <= {REPAIR_TARGETS[10]:g}x; the 10x "
-              f"ratio of decoding the history's JSON again alongside)")
-        print(f"  {'dialect':19}  {'one turn of N calls':>50}  {'N turns reusing call_0':>50}")
+              f"interleaved repeats with the garbage collector off in each run (targets <= {REPAIR_TARGETS[4]:g}x "
+              f"and <= {REPAIR_TARGETS[10]:g}x; the 10x ratio of decoding the history's JSON again alongside; "
+              f"'gc on': the 10x ratios of repair and floor with the collector on)")
+        print(f"  {'dialect':19}  {'one turn of N calls':>66}  {'N turns reusing call_0':>66}")
         for dialect in self.dialects:
             res: dict[str, Any] = {}
             cells = []
@@ -315,14 +316,20 @@ class Bench:
                 res[shape] = r
                 if r["problem"]:
                     self.problems.append(f"repair/{dialect}/{shape}: {r['problem']}")
+                    cells.append(f"n/a ({r['problem']})")
+                    continue
+                on = repair_bench.measure(dialect, shape, n, cfg.repair_repeats, timeout=cfg.linear_cap,
+                                          scales=(1, 10), collector=True)
+                res[shape + "_gc_on"] = on
                 ms, ratio, lower = r["median_ms"], r["ratio"], r["lower_bound"]
                 cells.append(f"{_fmt_ratio(ratio[4], lower[4], REPAIR_TARGETS[4])} "
                              f"{_fmt_ratio(ratio[10], lower[10], REPAIR_TARGETS[10])} "
                              f"({_fmt_ms(ms[1] and ms[1] / 1e3)} -> {_fmt_ms(ms[10] and ms[10] / 1e3, lower[10])} ms;"
-                             f" floor {_fmt_ratio(r['floor_ratio'])})")
+                             f" floor {_fmt_ratio(r['floor_ratio'])}; gc on {_fmt_ratio(on['ratio'].get(10))}"
+                             f"/{_fmt_ratio(on['floor_ratio'])})")
                 gc.collect()
             self.repair[dialect] = res
-            print(f"  {dialect:19}  {cells[0]:>50}  {cells[1]:>50}", flush=True)
+            print(f"  {dialect:19}  {cells[0]:>66}  {cells[1]:>66}", flush=True)
 
     # ---- input shapes that once cost more than linear time ---------------------------------------------------
     def shapes_step(self) -> None:

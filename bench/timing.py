@@ -77,7 +77,7 @@ def _disarm() -> None:
     sys.unraisablehook = sys.__unraisablehook__
 
 
-def _timed(fn: Callable[[], Any], timeout: float) -> tuple[float, Any]:
+def _timed(fn: Callable[[], Any], timeout: float, collector: bool = True) -> tuple[float, Any]:
     # The alarm repeats every 20 ms: a _Timeout raised where C code swallows exceptions (a __del__, a
     # weakref callback) is raised again at the next tick; the swallowed ones are not printed.
     global _armed
@@ -85,18 +85,25 @@ def _timed(fn: Callable[[], Any], timeout: float) -> tuple[float, Any]:
     sys.unraisablehook = _quiet_unraisable
     _armed = True
     signal.setitimer(signal.ITIMER_REAL, timeout, 0.02)
+    if not collector:
+        gc.disable()
     try:
         t0 = time.perf_counter()
         result = fn()
         elapsed = time.perf_counter() - t0
     finally:
+        gc.enable()
         _disarm()
     return elapsed, result
 
 
 def race(contestants: dict[str, Callable[[], Any]], *, repeats: int, timeout: float | dict[str, float],
-         budget: float | dict[str, float], warmup: bool = True) -> dict[str, Outcome]:
-    """Run each contestant ``repeats`` times, interleaved; keep the first answer of each."""
+         budget: float | dict[str, float], warmup: bool = True, collector: bool = True) -> dict[str, Outcome]:
+    """Run each contestant ``repeats`` times, interleaved; keep the first answer of each.
+
+    ``collector=False`` turns the cyclic garbage collector off during each timed run (as ``timeit`` does): a
+    run that allocates many containers otherwise pays for full collections of the whole heap, whose number
+    jumps from none to a few as the run grows, which is the interpreter's cost rather than the code's."""
     names = list(contestants)
     out = {n: Outcome() for n in names}
     done: set[str] = set()
@@ -136,7 +143,7 @@ def race(contestants: dict[str, Callable[[], Any]], *, repeats: int, timeout: fl
             k_runs = inner[n]
             run = fn if k_runs == 1 else (lambda fn=fn, k_runs=k_runs: [fn() for _ in range(k_runs)][-1])
             try:
-                elapsed, res = _timed(run, limit(timeout, n) * k_runs)
+                elapsed, res = _timed(run, limit(timeout, n) * k_runs, collector)
                 elapsed /= k_runs
             except _Timeout:
                 _disarm()

@@ -245,6 +245,18 @@ class Codec:
                 asm.limit_exceeded(f"a {self.provider} payload nests deeper than {deepest} levels (max_depth "
                                    f"{asm.max_depth} plus the envelope's {ENVELOPE_DEPTH})")
                 continue
+            if type(data) is bytes and not data.isascii():
+                # JSON text is UTF-8 (RFC 8259): msgspec skips the strings of fields no Struct names without
+                # checking them, so bytes that are not UTF-8 there would otherwise pass in some dialects
+                try:
+                    data.decode()
+                except UnicodeDecodeError as exc:
+                    if exc.end == len(data) and exc.reason == "unexpected end of data":
+                        pass  # a payload cut inside a character (a stream that ended early): the cut's own rules
+                    else:
+                        asm.protocol_error(f"a {self.provider} payload is not UTF-8 (byte {exc.start}: "
+                                           f"{exc.reason}), so it is not JSON", data)
+                        continue
             try:
                 if asm.ended_by is not None:
                     self.after_end(event, data)
