@@ -8,7 +8,8 @@ the generation's JSON-RPC session.
 A generation is replaced, never repaired: when a call finds the connection gone (the process exited, the HTTP
 server closed), or a server that left a call unanswered does not answer a ping either, the generation is
 stopped (stdio: stdin closed, then the process group terminated) and the next call opens a new one, with
-``attempts`` tries. The call that was in flight is never sent again: its handler raises ``OutcomeUnknown``.
+``attempts`` tries. The call that was in flight is never sent again: its handler raises ``OutcomeUnknown`` (and
+answers a retry of the same call without sending it, see ``_sent``).
 
 Each generation's transport is watched by a ``Wire`` (``_wire``): it says when the server's side ended and why,
 and takes the entries the SDK cannot read out of ``tools/list`` answers. Only public parts of the SDK are used.
