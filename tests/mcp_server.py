@@ -8,7 +8,8 @@ in both protocol eras), input schemas and names a provider would reject, and eno
 
 Options: ``--page-size N`` (tools per ``tools/list`` page), ``--endless-pages`` (every page names a next cursor),
 ``--state FILE`` (where the ``bump`` counter is kept, so it survives a restart), ``--token T`` (HTTP: answer 401
-unless ``Authorization: Bearer T`` is sent).
+unless ``Authorization: Bearer T`` is sent), ``--outcome-tools`` (also list the tools of ``OUTCOME_TOOLS``: a write
+whose handler raises after its effect, the SDK's refusals, an ``isError`` write, a read that counts then dies).
 """
 
 from __future__ import annotations
@@ -68,11 +69,28 @@ def base_tools() -> list[types.Tool]:
     ]
 
 
+def outcome_tools() -> list[types.Tool]:
+    """Tools whose answers say whether a call ran: each counts in the ``--state`` file when it takes effect."""
+    return [
+        _tool("raise_write", description="Count, then raise (the SDK answers with a JSON-RPC error of its own)."),
+        _tool("raise_read", annotations=READ, description="Count, then raise."),
+        _tool("refuse_params", description="Refuse with invalid params (-32602), as for an unknown tool."),
+        _tool("refuse_method", description="Refuse with method not found (-32601)."),
+        _tool("refuse_validation", description="Raise a pydantic ValidationError (the SDK: invalid params)."),
+        _tool("fails_write", description="Answer isError: true without counting."),
+        _tool("crash_read", annotations=READ, description="Count, then exit: the server dies mid-call."),
+    ]
+
+
+OUTCOME_TOOLS = frozenset(t.name for t in outcome_tools())
+
+
 class TestServer:
-    def __init__(self, page_size: int, endless: bool, state: Path | None) -> None:
+    def __init__(self, page_size: int, endless: bool, state: Path | None, outcomes: bool = False) -> None:
         self.page_size = page_size
         self.endless = endless
         self.state = state
+        self.outcomes = outcomes
         self.extra = False
         self.bus = InMemorySubscriptionBus()
         self.server: Server[Any] = Server("toolwire-test", on_list_tools=self.list_tools, on_call_tool=self.call_tool,
@@ -80,6 +98,8 @@ class TestServer:
 
     def tools(self) -> list[types.Tool]:
         tools = base_tools()
+        if self.outcomes:
+            tools.extend(outcome_tools())
         if self.extra:
             tools.append(_tool("extra_tool", annotations=READ))
         return tools
@@ -99,12 +119,42 @@ class TestServer:
             return 0
         return int(self.state.read_text() or "0")
 
+    def _bump(self) -> int:
+        n = self._count() + 1
+        if self.state is not None:
+            self.state.write_text(str(n))
+        return n
+
+    def _outcome(self, name: str) -> types.CallToolResult:
+        from mcp.shared.exceptions import MCPError
+
+        if name in ("raise_write", "raise_read"):
+            self._bump()
+            raise RuntimeError("the disk filled up after the write")  # the SDK answers with its own JSON-RPC error
+        if name == "refuse_params":
+            raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {name}")
+        if name == "refuse_method":
+            raise MCPError(code=types.METHOD_NOT_FOUND, message="Method not found")
+        if name == "refuse_validation":
+            import pydantic
+
+            pydantic.TypeAdapter(int).validate_python("not a number")
+        if name == "fails_write":
+            return types.CallToolResult(content=[types.TextContent(type="text", text="the notebook is locked")],
+                                        is_error=True)
+        assert name == "crash_read"
+        self._bump()
+        sys.stdout.flush()
+        os._exit(3)
+
     async def call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         name, args = params.name, params.arguments or {}
 
         def text(value: str) -> types.CallToolResult:
             return types.CallToolResult(content=[types.TextContent(type="text", text=value)])
 
+        if self.outcomes and name in OUTCOME_TOOLS:
+            return self._outcome(name)
         if name == "echo":
             return text(str(args.get("text")))
         if name == "image":
@@ -177,8 +227,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--endless-pages", action="store_true")
     parser.add_argument("--state", type=Path)
     parser.add_argument("--token")
+    parser.add_argument("--outcome-tools", action="store_true")
     args = parser.parse_args(argv)
-    test = TestServer(args.page_size, args.endless_pages, args.state)
+    test = TestServer(args.page_size, args.endless_pages, args.state, args.outcome_tools)
     if args.http is None:
         from mcp.server.stdio import stdio_server
 

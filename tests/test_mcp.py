@@ -101,18 +101,20 @@ def test_dialects_narrow_what_is_left_out(server):
 
 
 def test_effects_come_from_read_only_hints_and_the_application_overrides_them(server):
-    """readOnlyHint true is a read, anything else a write; the application's effects win; with
-    trust_read_only=False only the application makes a read; idempotentHint is kept in the listing."""
-    tools = {t.name: t for t in server.tools()}
+    """With trust_read_only=True readOnlyHint true is a read, anything else a write; the application's effects
+    win; by default only the application makes a read; idempotentHint is kept in the listing."""
+    tools = {t.name: t for t in server.tools(trust_read_only=True)}
     assert (tools["echo"].effect, tools["bump"].effect, tools["add_tool"].effect) == ("read", "write", "write")
     listing = {x.name: x for x in server.listing}
     assert (listing["echo"].effect_from, listing["bump"].effect_from, listing["add_tool"].effect_from) == \
         ("annotation", "annotation", "default")
     assert listing["crash_write"].idempotent_hint is True and listing["bump"].destructive_hint is False
-    overridden = {t.name: t.effect for t in server.tools(effects={"echo": "write", "bump": "read"})}
+    overridden = {t.name: t.effect for t in server.tools(effects={"echo": "write", "bump": "read"},
+                                                         trust_read_only=True)}
     assert (overridden["echo"], overridden["bump"]) == ("write", "read")
-    distrust = {t.name: t.effect for t in server.tools(trust_read_only=False, effects={"count": "read"})}
+    distrust = {t.name: t.effect for t in server.tools(effects={"count": "read"})}
     assert {n for n, e in distrust.items() if e == "read"} == {"count"}
+    assert {x.name: x.effect_from for x in server.listing}["echo"] == "default"
 
 
 def test_an_effect_for_a_name_the_server_does_not_list_is_logged(server):
@@ -128,7 +130,8 @@ def test_a_prefix_keeps_two_servers_apart_in_one_registry(server, tmp_path):
     with stdio(tmp_path / "other") as other:
         with pytest.raises(toolwire.DuplicateToolError):
             Registry([*server.tools(), *other.tools()])
-        registry = Registry([*server.tools(), *other.tools(prefix="b_", effects={"b_echo": "write"})])
+        registry = Registry([*server.tools(trust_read_only=True),
+                             *other.tools(prefix="b_", effects={"b_echo": "write"}, trust_read_only=True)])
         assert registry["b_echo"].effect == "write" and registry["echo"].effect == "read"
         assert text_of(registry["b_echo"].invoke({"text": "hi"})) == "hi"
 
@@ -191,7 +194,7 @@ def test_a_read_that_hangs_is_handler_timeout_and_the_session_keeps_working(tmp_
     """A read the server never answers is answered handler_timeout at the tool's timeout; the request is
     cancelled on the wire, the server still answers, and the next call uses the same process."""
     with stdio(tmp_path / "state") as srv:
-        tools = srv.tools(timeout=0.5) if mode == "run" else asyncio.run(_atools_closed(srv))
+        tools = srv.tools(timeout=0.5, trust_read_only=True) if mode == "run" else asyncio.run(_atools_closed(srv))
         registry = Registry(tools)
         pid = _pid(registry, mode)
         with capture_logs() as logs:
@@ -206,7 +209,7 @@ def test_a_read_that_hangs_is_handler_timeout_and_the_session_keeps_working(tmp_
 
 
 async def _atools_closed(srv: MCPServer):
-    return await srv.atools(timeout=0.5)
+    return await srv.atools(timeout=0.5, trust_read_only=True)
 
 
 def result_text(result: toolwire.ToolResult) -> str:
@@ -231,7 +234,7 @@ def test_a_server_that_freezes_is_replaced_after_a_timeout(tmp_path, toolwire_de
     next call gets a new process."""
     with stdio(tmp_path / "state", probe_timeout=0.5) as srv:
         # only the frozen call has the short timeout: on a loaded machine a new process may take longer than that
-        short = Registry(srv.tools(timeout=0.5))
+        short = Registry(srv.tools(timeout=0.5, trust_read_only=True))
         registry = Registry(srv.tools(timeout=30))
         pid = int(text_of(registry["pid"].invoke({})))
         with capture_logs() as logs:

@@ -104,7 +104,7 @@ def test_async_loop_with_async_handlers_of_the_demo_server(provider):
 
     async def main(base_url: str):
         async with demo_mcp_server() as server:
-            registry = await server.aregistry(dialects=[provider])
+            registry = await server.aregistry(dialects=[provider], trust_read_only=True)
             assert all(t.is_async for t in registry)
             async with AsyncToolLoop(provider, model="sim-model", registry=registry, base_url=base_url,
                                      api_key="sim-key") as loop:

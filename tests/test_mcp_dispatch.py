@@ -75,9 +75,11 @@ def test_a_write_whose_server_crashes_is_outcome_unknown_and_never_run_again(tmp
 
 @pytest.mark.parametrize("mode", ["run", "arun"])
 def test_a_read_whose_server_crashes_is_handler_failed_and_the_next_turn_works(tmp_path, mode):
-    """crash (a read) kills the server: handler_failed; the next turn's call opens a new session and is ok."""
+    """crash (a read, its readOnlyHint trusted) kills the server: handler_failed; the next turn's call opens a new
+    session and is ok."""
     with stdio(tmp_path / "state") as server:
-        registry = Registry(server.tools() if mode == "run" else asyncio.run(server.atools()))
+        registry = Registry(server.tools(trust_read_only=True) if mode == "run"
+                            else asyncio.run(server.atools(trust_read_only=True)))
         results = run(registry, parse("openai-responses", [("crash", {})]), mode)
         assert [r.kind for r in results] == [ResultKind.HANDLER_FAILED]
         after = run(registry, parse("openai-responses", [("echo", {"text": "again"})]), mode)

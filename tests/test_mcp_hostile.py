@@ -65,7 +65,7 @@ def test_answers_under_ids_nobody_asked_for_are_dropped():
     """Answers under other ids never answer the call: it is answered handler_timeout at its timeout, and the
     session keeps working."""
     with hostile() as server:
-        registry = Registry(server.tools(timeout=1.0))
+        registry = Registry(server.tools(timeout=1.0, trust_read_only=True))
         assert call(registry, "wrong_id").kind is ResultKind.HANDLER_TIMEOUT
         assert text(registry["echo"].invoke({"text": "after"})) == "after"
 
@@ -197,7 +197,7 @@ def test_an_event_stream_that_hangs_is_answered_at_the_timeout():
     server = HostileHttp()
     try:
         with MCPServer.http(server.url, reconnect_attempts=1, probe_timeout=2.0) as mcp:
-            registry = Registry(mcp.tools(timeout=1.0))
+            registry = Registry(mcp.tools(timeout=1.0, trust_read_only=True))
             assert call(registry, "hang_sse").kind is ResultKind.HANDLER_TIMEOUT
             assert text(registry["echo"].invoke({"text": "after"})) == "after"
     finally:
@@ -210,7 +210,7 @@ def test_a_body_cut_short_answers_a_write_outcome_unknown():
     server = HostileHttp()
     try:
         with MCPServer.http(server.url, reconnect_attempts=2) as mcp:
-            registry = Registry(mcp.tools(timeout=30.0))
+            registry = Registry(mcp.tools(timeout=30.0, trust_read_only=True))
             assert call(registry, "cut_json_write").kind is ResultKind.OUTCOME_UNKNOWN
             assert call(registry, "cut_json").kind is ResultKind.HANDLER_FAILED
             assert text(registry["count"].invoke({})) == "1"

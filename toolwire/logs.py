@@ -193,6 +193,10 @@ CATALOGUE: dict[str, EventSpec] = {
         "info", "server tool",
         "the caller gave up on an MCP tools/call (the dispatcher's timeout for an async handler, a cancelled task): "
         "the request is cancelled and the server is pinged"),
+    "mcp.call_not_resent": _spec(
+        "info", "attempt server tool",
+        "a retry of an MCP tools/call that may already have run on the server (the server died during it, or "
+        "answered with an error that does not say \"not run\") was not sent again: answered as the first attempt"),
     "mcp.session_reset": _spec(
         "warning", "generation reason server",
         "an MCP server left a call unanswered and did not answer a ping either: its session is stopped (a stdio "

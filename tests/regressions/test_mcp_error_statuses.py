@@ -89,7 +89,7 @@ def test_a_refusal_is_still_a_tool_error(server, provider, mode):
 def test_a_read_answered_with_an_http_5xx_is_an_error_result(server, mode):
     """A read answered with HTTP 502 is an error result for the model (handler_failed), never a crash."""
     with MCPServer.http(server.url, reconnect_attempts=2) as mcp:
-        registry = Registry(mcp.tools(timeout=30.0))
+        registry = Registry(mcp.tools(timeout=30.0, trust_read_only=True))
         res = _dispatch(toolwire.Dispatcher(registry), "anthropic", mode, "status_read", {"status": 502}, f"read-{mode}")
         assert res.is_error and res.kind is ResultKind.HANDLER_FAILED, res
 

@@ -50,7 +50,7 @@ def test_a_line_of_hundreds_of_megabytes_keeps_the_client_s_memory_bounded():
         "resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))\n"
         "from tests.mcp_helpers import hostile, call\n"
         "with hostile(reconnect_attempts=1) as server:\n"
-        f"    registry = toolwire.Registry(server.tools(timeout={LONG}))\n"
+        f"    registry = toolwire.Registry(server.tools(timeout={LONG}, trust_read_only=True))\n"
         "    print(call(registry, 'huge', {'bytes': 300 << 20}).kind.value,\n"
         "          call(registry, 'echo', {'text': 'after'}).kind.value)\n"
         # the peak of this process's own memory (ru_maxrss would count the test runner it was forked from)
@@ -70,7 +70,7 @@ def test_a_message_over_max_message_bytes_is_answered_as_a_crash(tmp_path, tool,
     read handler_failed, a write outcome_unknown and never run again), logged, and the next call gets a new
     process."""
     with hostile("--state", str(tmp_path / "state"), max_message_bytes=1 << 20) as server:
-        registry = Registry(server.tools(timeout=LONG))
+        registry = Registry(server.tools(timeout=LONG, trust_read_only=True))
         pid = registry["pid"].invoke({}).parts[0].text
         with capture_logs() as logs:
             result = call(registry, tool, {"bytes": 8 << 20})
@@ -84,7 +84,7 @@ def test_a_line_that_never_ends_is_answered_without_waiting_for_the_timeout():
     """A server writes one line without end: the read is answered handler_failed (not handler_timeout: toolwire
     stops at max_message_bytes instead of reading on), and the next call works."""
     with hostile(max_message_bytes=1 << 20) as server:
-        registry = Registry(server.tools(timeout=LONG))
+        registry = Registry(server.tools(timeout=LONG, trust_read_only=True))
         assert call(registry, "endless").kind is ResultKind.HANDLER_FAILED
         assert registry["echo"].invoke({"text": "after"}).parts == [TextPart(text="after")]
 
@@ -109,7 +109,7 @@ def test_an_answer_that_cannot_be_read_is_answered_at_once(tmp_path, tool, kind)
     """An answer under the call's id that is not JSON answers the call at once (not at its timeout): a read
     handler_failed, a write outcome_unknown (it reached the server), never run again."""
     with hostile("--state", str(tmp_path / "state")) as server:
-        registry = Registry(server.tools(timeout=LONG))
+        registry = Registry(server.tools(timeout=LONG, trust_read_only=True))
         dispatcher = toolwire.Dispatcher(registry)
         turn = toolwire.parse("openai-chat", _body(tool))
         assert [r.kind for r in dispatcher.run(turn, conversation_id="c")] == [kind]
@@ -263,7 +263,7 @@ def test_an_http_answer_over_max_message_bytes_fails_that_call_only(http):
     """A JSON answer over max_message_bytes is not read into memory: the read is handler_failed (logged), and the
     session keeps working."""
     with MCPServer.http(http.url, max_message_bytes=1 << 20, reconnect_attempts=1) as server:
-        registry = Registry(server.tools(timeout=LONG))
+        registry = Registry(server.tools(timeout=LONG, trust_read_only=True))
         with capture_logs() as logs:
             assert call(registry, "huge_json", {"bytes": 64 << 20}).kind is ResultKind.HANDLER_FAILED
         assert events(logs, "mcp.message_too_large")
@@ -283,7 +283,7 @@ def test_an_sse_answer_to_a_write_that_cannot_be_read_is_outcome_unknown(http):
     """An SSE answer that is not JSON reached the server: a write is outcome_unknown (not tool_error, which says
     the server refused it), never run again."""
     with MCPServer.http(http.url, reconnect_attempts=1) as server:
-        registry = Registry(server.tools(timeout=LONG))
+        registry = Registry(server.tools(timeout=LONG, trust_read_only=True))
         assert call(registry, "broken_sse_write").kind is ResultKind.OUTCOME_UNKNOWN
         assert call(registry, "broken_sse").kind is ResultKind.HANDLER_FAILED
         assert count(registry) == 1

@@ -98,7 +98,8 @@ def _one_mcp(sim: Any, base_url: str, provider: str, scenario: str, lang: str, w
     sim.plan(_fault_plan(scenario))
     prompt = SCENARIOS[scenario].prompts[lang]
     with demo_mcp_server() as server:
-        registry = server.registry(dialects=[provider], timeout=5.0)
+        # toolwire's own server: its readOnlyHint (list_notes) is trusted; any other server's tools are writes
+        registry = server.registry(dialects=[provider], timeout=5.0, trust_read_only=True)
         dispatcher = Dispatcher(registry, ledger=SQLiteLedger(workdir / f"{provider}-{scenario}.db"), backoff=0.01)
         with ToolLoop(provider, model=demo_model(provider), registry=registry, dispatcher=dispatcher,
                       base_url=base_url, api_key="sim-key", locale=lang, retry=DEMO_RETRY, timeout=5.0,

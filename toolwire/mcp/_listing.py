@@ -43,7 +43,8 @@ class SkippedTool(msgspec.Struct, frozen=True, kw_only=True):
 class ListedTool(msgspec.Struct, frozen=True, kw_only=True):
     """A tool taken from the server: ``name`` on the server, ``tool`` in the registry (with the prefix), the
     ``effect`` it got and where from (``application``: the ``effects`` mapping; ``annotation``: the server's
-    ``readOnlyHint``; ``default``: no hint, so a write), and the server's hints as it sent them (None when
+    ``readOnlyHint``, false, or true with ``trust_read_only``; ``default``: a write, as every tool is when neither
+    the application nor a trusted hint says otherwise), and the server's hints as it sent them (None when
     absent). The hints are claims of the server, never permissions: the policy decides what runs."""
 
     name: str
@@ -107,7 +108,7 @@ def _rejections(tools: list[Tool], dialects: tuple[str, ...]) -> dict[str, tuple
 
 def build_tools(entries: Iterable[Mapping[str, Any]], handler_for: Callable[[str], Callable[..., Any]], *,
                 server: str, effects: Mapping[str, Effect], timeout: float, prefix: str,
-                dialects: tuple[str, ...] = PROVIDERS, trust_read_only: bool = True,
+                dialects: tuple[str, ...] = PROVIDERS, trust_read_only: bool = False,
                 ) -> tuple[list[Tool], list[ListedTool], list[SkippedTool]]:
     """The tools of ``entries`` (``tools/list`` entries as MCP JSON), each calling ``handler_for(name)``.
 
@@ -152,8 +153,8 @@ def build_tools(entries: Iterable[Mapping[str, Any]], handler_for: Callable[[str
             effect, source = chosen, "application"
         elif trust_read_only and read_only is True:
             effect, source = "read", "annotation"
-        else:
-            effect, source = "write", "default" if read_only is None else "annotation"
+        else:  # no hint, a hint that says write, or one not trusted
+            effect, source = "write", "annotation" if read_only is False else "default"
         declared = {"name": exposed, "description": entry.get("description"), "inputSchema": entry.get("inputSchema")}
         try:
             tool = Tool.from_mcp(declared, handler_for(name), effect=effect, timeout=timeout)

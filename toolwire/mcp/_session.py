@@ -8,7 +8,8 @@ the generation's JSON-RPC session.
 A generation is replaced, never repaired: when a call finds the connection gone (the process exited, the HTTP
 server closed), or a server that left a call unanswered does not answer a ping either, the generation is
 stopped (stdio: stdin closed, then the process group terminated) and the next call opens a new one, with
-``attempts`` tries. The call that was in flight is never sent again: its handler raises ``OutcomeUnknown``.
+``attempts`` tries. The call that was in flight is never sent again: its handler raises ``OutcomeUnknown`` (and
+answers a retry of the same call without sending it, see ``_sent``).
 
 Each generation's transport is watched by a ``Wire`` (``_wire``): it says when the server's side ended and why,
 and takes the entries the SDK cannot read out of ``tools/list`` answers. Only public parts of the SDK are used.
@@ -357,11 +358,12 @@ class Session:
     async def _call_once(self, name: str, args: Any, timeout: float, *, resent: bool) -> Content:
         """``tools/call`` ``name`` with ``args``, answered within ``timeout`` seconds.
 
-        Returns the result's ``Content``; raises ``ToolError`` (an ``isError`` result, or a JSON-RPC error: the
-        server refused the call), ``OutcomeUnknown`` (the connection broke, or no answer in time: the call may
-        have run), ``MCPConnectionError`` (no connection could be opened: nothing was sent) or an
-        ``MCPProtocolError`` that is also an ``OutcomeUnknown`` (an answer that is not a valid result, or that
-        could not be read: the call reached the server)."""
+        Returns the result's ``Content``; raises ``ToolError`` (an ``isError`` result: the tool's own answer; or a
+        JSON-RPC error that says the call did not run: invalid params, method not found), ``OutcomeUnknown`` (the
+        connection broke, no answer in time, or any other error answer, such as the SDK's own for a handler that
+        raised: the call may have run), ``MCPConnectionError`` (no connection could be opened: nothing was sent)
+        or an ``MCPProtocolError`` that is also an ``OutcomeUnknown`` (an answer that is not a valid result, or
+        that could not be read: the call reached the server)."""
         from mcp.shared.exceptions import MCPError
         from mcp_types import CONNECTION_CLOSED, PARSE_ERROR, REQUEST_TIMEOUT
         from pydantic import ValidationError
@@ -402,7 +404,8 @@ class Session:
             if _may_have_run(exc.code, exc.error.message, target.unknown_statuses != unknown):
                 status = "" if target.status_seq == seq else f", HTTP {target.last_status}"
                 raise OutcomeUnknown(f"the MCP server {self.server} failed while handling {name} "
-                                     f"({exc.error.message}{status}): the call may or may not have run") from None
+                                     f"({exc.error.message}: JSON-RPC error {exc.code}{status}): the call may or "
+                                     "may not have run") from None
             raise ToolError(f"the MCP server refused the call: {exc.error.message} "
                             f"(JSON-RPC error {exc.code})") from None
         except (ValidationError, RuntimeError) as exc:
@@ -469,17 +472,22 @@ class _SessionGone(Exception):
 
 
 def _may_have_run(code: int, message: str, unknown_status: bool) -> bool:
-    """Whether a JSON-RPC error answering a ``tools/call`` leaves its outcome unknown rather than refused: an HTTP
-    5xx or 408 came back during the call (a gateway that timed out, a server that crashed: whatever the body
-    says), the server's own "Internal error" (-32603), or a 2xx answer that carries no result (202 Accepted, a
-    body of another type): the server took the call. An HTTP 4xx with no 5xx meanwhile, and the server's refusals
-    (invalid params, unknown method), are refusals."""
-    from mcp_types import INTERNAL_ERROR, INVALID_REQUEST
+    """Whether a JSON-RPC error answering a ``tools/call`` leaves its outcome unknown rather than refused.
+
+    Refusals, which say the call did not run: invalid params (-32602: arguments the server refuses, and an unknown
+    tool, as the specification answers it), method not found (-32601), an invalid request (-32600) from the
+    server itself, and an HTTP 4xx (other than 404 to the session, see ``call``) with no 5xx meanwhile. Any other
+    error may follow a run: the SDK's own answer for a handler that raised (code 0 on a connection opened with
+    ``initialize``, -32603 on a 2026-07-28 one, with the exception's text or "Internal server error"), a code a
+    server made up, an HTTP 5xx or 408 during the call (a gateway that timed out, a server that crashed: whatever
+    the body says), and a 2xx answer that carries no result (202 Accepted, a body of another type): the server
+    took the call."""
+    from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND
 
     if unknown_status:
         return True
-    if code == INTERNAL_ERROR:
-        return message != _SDK_ERROR_STATUS
+    if code == INTERNAL_ERROR and message == _SDK_ERROR_STATUS:
+        return False  # an HTTP 4xx: the server turned the request away
     if code == INVALID_REQUEST:
         return message == _SDK_ACCEPTED or message.startswith(_SDK_CONTENT_TYPE)
-    return False
+    return code not in (INVALID_PARAMS, METHOD_NOT_FOUND)

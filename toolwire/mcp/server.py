@@ -23,9 +23,11 @@ from .. import _log
 from ..codecs import PROVIDERS
 from ..errors import UsageError
 from ..registry.content import Content, OutcomeUnknown
+from ..registry.context import ToolContext
 from ..registry.registry import Registry
 from ..registry.tool import DEFAULT_TIMEOUT, Tool
 from ._listing import ListedTool, SkippedTool, build_tools, check_effects
+from ._sent import SentCalls
 from ._session import LoopThread, Session, describe
 from ._targets import HttpTarget, StdioTarget, Target, check_protocol
 
@@ -102,6 +104,8 @@ class MCPServer:
         self._skipped: tuple[SkippedTool, ...] = ()
         self._listing: tuple[ListedTool, ...] = ()
         self._guard = threading.Lock()
+        #: calls that may have run on the server: a read's retry does not send them again (see ``_sent``)
+        self._sent = SentCalls(target.label)
 
     # ---- constructors -----------------------------------------------------------------------------------------
     @classmethod
@@ -291,12 +295,12 @@ class MCPServer:
     # ---- tools ------------------------------------------------------------------------------------------------
     def tools(self, *, effects: Mapping[str, str] | None = None, timeout: float = DEFAULT_TIMEOUT,
               prefix: str = "", dialects: Sequence[str] | None = None,
-              trust_read_only: bool = True) -> list[Tool]:
+              trust_read_only: bool = False) -> list[Tool]:
         """The server's tools (every ``tools/list`` page), with handlers that block until the server answers.
 
-        ``effects`` maps tool names (as the server lists them) to ``"read"`` or ``"write"``, over the server's
-        ``readOnlyHint`` (``trust_read_only=False`` ignores the hint: every tool not in ``effects`` is then a
-        write). ``timeout`` is each tool's timeout. ``prefix`` is put before every name (``"files_"``), so that
+        ``effects`` maps tool names (as the server lists them) to ``"read"`` or ``"write"``; every other tool is a
+        write, since a server's annotations are its own claims (``trust_read_only=True``, for a server you trust,
+        makes a tool with ``readOnlyHint: true`` a read). ``timeout`` is each tool's timeout. ``prefix`` is put before every name (``"files_"``), so that
         several servers fit one registry. A tool that the portability audit says one of ``dialects`` (default:
         every dialect) would refuse, or whose name or schema cannot be declared, is left out (``skipped``).
 
@@ -309,7 +313,7 @@ class MCPServer:
 
     async def atools(self, *, effects: Mapping[str, str] | None = None, timeout: float = DEFAULT_TIMEOUT,
                      prefix: str = "", dialects: Sequence[str] | None = None,
-                     trust_read_only: bool = True) -> list[Tool]:
+                     trust_read_only: bool = False) -> list[Tool]:
         """As ``tools()``, with async handlers (for ``Dispatcher.arun`` and ``AsyncToolLoop``)."""
         thread, session = self._live()
         self._changed = False
@@ -342,30 +346,43 @@ class MCPServer:
         _log.emit(_log.INFO, "mcp.tools_listed", server=self.name, tools=len(tools), skipped=len(skipped))
         return tools
 
-    def _blocking_handler(self, name: str, timeout: float) -> Callable[[dict[str, Any]], Content]:
+    # Each handler takes the dispatcher's ToolContext: an attempt of a call that may already have run on the server
+    # (a read retried after OutcomeUnknown) is answered from ``_sent`` and never sent again.
+    def _blocking_handler(self, name: str, timeout: float) -> Callable[..., Content]:
         wire = timeout + CALL_GRACE
         server = self
 
-        def call_mcp_tool(args: dict[str, Any]) -> Content:
+        def call_mcp_tool(args: dict[str, Any], ctx: ToolContext | None = None) -> Content:
+            server._sent.check(ctx, args, name)
             thread, session = server._live()
             future = thread.submit(session.call(name, args, wire))
             try:
                 return future.result(wire + CALL_GRACE)
             except (concurrent.futures.TimeoutError, concurrent.futures.CancelledError):
                 future.cancel()
-                raise OutcomeUnknown(f"the MCP server {server.name} did not answer {name} in time: the call may "
-                                     "or may not have run") from None
+                exc = OutcomeUnknown(f"the MCP server {server.name} did not answer {name} in time: the call may "
+                                     "or may not have run")
+                server._sent.remember(ctx, args, exc)
+                raise exc from None
+            except OutcomeUnknown as exc:
+                server._sent.remember(ctx, args, exc)
+                raise
 
         call_mcp_tool.__name__ = f"mcp_{name}"
         return call_mcp_tool
 
-    def _async_handler(self, name: str, timeout: float) -> Callable[[dict[str, Any]], Any]:
+    def _async_handler(self, name: str, timeout: float) -> Callable[..., Any]:
         wire = timeout + CALL_GRACE
         server = self
 
-        async def call_mcp_tool(args: dict[str, Any]) -> Content:
+        async def call_mcp_tool(args: dict[str, Any], ctx: ToolContext | None = None) -> Content:
+            server._sent.check(ctx, args, name)
             thread, session = server._live()
-            return await asyncio.wrap_future(thread.submit(session.call(name, args, wire)))
+            try:
+                return await asyncio.wrap_future(thread.submit(session.call(name, args, wire)))
+            except OutcomeUnknown as exc:
+                server._sent.remember(ctx, args, exc)
+                raise
 
         call_mcp_tool.__name__ = f"mcp_{name}"
         return call_mcp_tool
