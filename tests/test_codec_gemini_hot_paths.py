@@ -344,6 +344,11 @@ def test_editing_call_args_never_changes_the_replay(streamed):
     assert toolwire.encode_results(turn, [])[0]["parts"][0]["functionResponse"]["name"] == "f"
 
 
+def _refused(message: str) -> bool:
+    """The payload was refused as a whole: a value that does not decode, or bytes that are not UTF-8 at all."""
+    return "payload could not be decoded" in message or "payload is not UTF-8" in message
+
+
 BAD_USAGE = [b'{"promptTokenCount": 1e999}', b'{"promptTokenCount": "\xff"}']
 
 
@@ -358,11 +363,11 @@ def test_a_usage_that_does_not_decode_refuses_its_payload(usage, fragment):
     body = json.dumps(second).encode()[:-1] + b', "usageMetadata": ' + usage + b"}"
     for data in (b"data: " + first + b"\r\n\r\ndata: " + body + b"\r\n\r\n", b"[" + first + b",\n" + body + b"]"):
         turn = toolwire.parse(P, data)
-        assert turn.error.type == "protocol_error" and "payload could not be decoded" in turn.error.message
+        assert turn.error.type == "protocol_error" and _refused(turn.error.message)
         assert turn.usage == {"promptTokenCount": 1}
         assert [(c.call_id, c.raw_arguments) for c in turn.calls] == [("c1", "")]
     whole = toolwire.parse(P, b"[" + first + b",\n" + body + b"]", format="json")
-    assert whole.error.type == "protocol_error" and "payload could not be decoded" in whole.error.message
+    assert whole.error.type == "protocol_error" and _refused(whole.error.message)
     assert whole.usage is None and whole.calls == []
 
 

@@ -245,9 +245,10 @@ class Codec:
                 asm.limit_exceeded(f"a {self.provider} payload nests deeper than {deepest} levels (max_depth "
                                    f"{asm.max_depth} plus the envelope's {ENVELOPE_DEPTH})")
                 continue
-            if type(data) is bytes and not data.isascii():
+            if type(data) is bytes and not data.isascii() and data[:6] != b"[DONE]":
                 # JSON text is UTF-8 (RFC 8259): msgspec skips the strings of fields no Struct names without
-                # checking them, so bytes that are not UTF-8 there would otherwise pass in some dialects
+                # checking them, so bytes that are not UTF-8 there would otherwise pass in some dialects. A ``[DONE]``
+                # sentinel is not JSON and is read by its first six bytes alone, whatever follows them
                 try:
                     data.decode()
                 except UnicodeDecodeError as exc:
