@@ -105,8 +105,8 @@ class Cluster:
         ``immediate`` (every process quits at once, like a crash; the next start recovers from the WAL)."""
         if mode not in ("fast", "immediate"):
             raise ValueError(f"mode must be 'fast' or 'immediate', got {mode!r}")
-        _run([str(self.bindir / "pg_ctl"), "stop", "-D", str(self.datadir), "-m", mode, "-w", "-t", "30"],
-             timeout=60)
+        _run([str(self.bindir / "pg_ctl"), "stop", "-D", str(self.datadir), "-m", mode, "-w", "-t", "120"],
+             timeout=180)
 
     def start_server(self, *, timeout: float = 60.0) -> None:
         """Start the server on the same data directory and port, and wait until it accepts connections."""
@@ -133,7 +133,12 @@ class Cluster:
         """Stop the server (fast shutdown) and remove the data directory."""
         try:
             if self.running:
-                self.stop_server("fast")
+                try:
+                    self.stop_server("fast")
+                except (ClusterError, OSError, subprocess.SubprocessError):
+                    # a busy machine can keep a fast shutdown past pg_ctl's wait (a checkpoint, sessions still
+                    # ending); the directory is removed next, so nothing a clean shutdown keeps is needed
+                    self.stop_server("immediate")
         finally:
             shutil.rmtree(self.datadir, ignore_errors=True)
 

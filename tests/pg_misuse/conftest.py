@@ -135,9 +135,12 @@ class Hung(AssertionError):
     pass
 
 
-def bounded(fn: Callable[[], Any], limit: float) -> tuple[float, Any]:
+def bounded(fn: Callable[[], Any], limit: float, *, progress: Callable[[], Any] | None = None) -> tuple[float, Any]:
     """Run ``fn`` on a daemon thread; (elapsed, ("ok", value) | ("raised", exc)); ``Hung`` when it takes longer
-    than ``limit`` seconds (the thread is left behind, stuck)."""
+    than ``limit`` seconds (the thread is left behind, stuck). With ``progress`` (a function whose value changes as
+    ``fn`` gets on, such as a count of iterations done), ``limit`` bounds the time without progress instead of the
+    whole run: a machine busy with other work slows a long loop down without making it hang, and only a loop
+    that stops moving is ``Hung``."""
     box: dict[str, Any] = {}
 
     def run() -> None:
@@ -150,7 +153,15 @@ def bounded(fn: Callable[[], Any], limit: float) -> tuple[float, Any]:
 
     th = threading.Thread(target=run, daemon=True)
     th.start()
-    th.join(limit)
+    if progress is None:
+        th.join(limit)
+    else:
+        seen, since = progress(), time.monotonic()
+        while th.is_alive() and time.monotonic() - since < limit:
+            th.join(min(1.0, limit))
+            now = progress()
+            if now != seen:
+                seen, since = now, time.monotonic()
     if th.is_alive():
-        raise Hung(f"still running after {limit} s")
+        raise Hung(f"still running after {limit} s" + (" without progress" if progress is not None else ""))
     return box["t"], box["r"]

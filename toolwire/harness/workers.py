@@ -166,6 +166,11 @@ class _Supervisor:
         self.effects = EffectLog(self.effects_path)
         self.kills: list[Kill] = []
         self.restarts = 0
+        #: what the run has done so far (conversations finished, effects, model requests), as a function the
+        #: killer reads: a timed kill waits until the count moved since the last one, so that however slow the
+        #: machine, every kill is paid for by work done and the run always finishes
+        self.progress: Callable[[], int] = lambda: 0
+        self._progress_at_kill = -1
         self.lock = threading.Lock()
         self.stopping = threading.Event()
         self.failure: str | None = None
@@ -255,7 +260,9 @@ class _Supervisor:
             if next_kill is not None and time.monotonic() >= next_kill:
                 # only a worker that has been up for a while: one killed while it starts never gets to work
                 ready = [w for w in self.workers if self._up_for(w) >= self.kill_every / 2]
-                if ready:
+                done = self.progress()
+                if ready and done != self._progress_at_kill:
+                    self._progress_at_kill = done
                     self.kill(self.rng.choice(ready))
                 next_kill = time.monotonic() + self._interval()
 
@@ -345,6 +352,8 @@ def run_workers(workers: int = 4, database: str | None = None, *, kill_every: fl
         tmp = Path(tmpdir)
         sysdb, ledger = _database(database, tmp)
         sup = _Supervisor(workers, sysdb, ledger, tmp, sim_url, queue, run_id, lang, kill_every, seed, concurrency)
+        finished: list[int] = [0]
+        sup.progress = lambda: finished[0] + sup.effects.count() + len(sim.requests)
         watcher = threading.Thread(target=sup.watch, name="toolwire-workers-watch", daemon=True)
         client = None
         try:
@@ -365,7 +374,7 @@ def run_workers(workers: int = 4, database: str | None = None, *, kill_every: fl
                 handle = enqueue(client, name, SCENARIOS[scenario].prompts[lang], conversation_id=conv,
                                  workflow_id=wf, queue=queue)
                 pending.append((provider, scenario, conv, wf, handle))
-            runs = _collect(pending, sup, sim, lang, started + timeout, on_run)
+            runs = _collect(pending, sup, sim, lang, started + timeout, on_run, finished)
             busy = time.monotonic() - busy
         finally:
             sup.stop()
@@ -382,7 +391,8 @@ def run_workers(workers: int = 4, database: str | None = None, *, kill_every: fl
 
 
 def _collect(pending: list[tuple[str, str, str, str, Any]], sup: _Supervisor, sim: Any, lang: str,
-             deadline: float, on_run: Callable[[WorkerRun], None] | None) -> list[WorkerRun]:
+             deadline: float, on_run: Callable[[WorkerRun], None] | None,
+             finished: list[int] | None = None) -> list[WorkerRun]:
     from ..durable import result_of
     from ..sim import SCENARIOS
 
@@ -413,6 +423,8 @@ def _collect(pending: list[tuple[str, str, str, str, Any]], sup: _Supervisor, si
             wr = WorkerRun(run=run, conversation_id=conv, workflow_id=wf, worker=_worker_name(status.executor_id),
                            error=error)
             done[wf] = wr
+            if finished is not None:
+                finished[0] = len(done)
             if on_run is not None:
                 on_run(wr)
         if len(done) < len(pending):
