@@ -8,8 +8,10 @@ Every cap is configurable and ends in a typed outcome, never in a crash or unbou
   validators and encoders, up to Python's recursion limit (about 1,000); it is refused well before.
 * ``max_argument_chars`` (16 Mi characters): the argument text of one call, however many fragments it arrives in.
 * ``max_calls`` (10,000): calls (client and server) announced in one response.
+* ``max_choices`` (128, OpenAI's largest ``n``): choices (Chat ``choices``, Gemini ``candidates``) in one
+  response. The choice over it is not read, nor anything after it in its payload.
 
-Over ``max_depth``, ``max_argument_chars`` or ``max_calls`` the turn records a ``StreamError`` of type
+Over ``max_depth``, ``max_argument_chars``, ``max_calls`` or ``max_choices`` the turn records a ``StreamError`` of type
 ``limit_exceeded`` (the provider's data is at fault, so it is recorded on the turn, not raised): the turn does
 not finish cleanly and nothing in it runs. Results and histories have their own caps
 (``Dispatcher(max_result_bytes=...)``, ``repair_history(max_calls=...)``).
@@ -20,12 +22,13 @@ from __future__ import annotations
 import operator
 from itertools import accumulate
 
-__all__ = ["DEFAULT_MAX_DEPTH", "DEFAULT_MAX_ARGUMENT_CHARS", "DEFAULT_MAX_CALLS", "ENVELOPE_DEPTH",
-           "json_depth_exceeds"]
+__all__ = ["DEFAULT_MAX_DEPTH", "DEFAULT_MAX_ARGUMENT_CHARS", "DEFAULT_MAX_CALLS", "DEFAULT_MAX_CHOICES",
+           "ENVELOPE_DEPTH", "json_depth_exceeds"]
 
 DEFAULT_MAX_DEPTH = 100
 DEFAULT_MAX_ARGUMENT_CHARS = 16 * 1024 * 1024
 DEFAULT_MAX_CALLS = 10_000
+DEFAULT_MAX_CHOICES = 128
 #: levels a provider's envelope adds around the arguments (Gemini: candidates, content, parts, the call, its args)
 ENVELOPE_DEPTH = 16
 

@@ -17,7 +17,7 @@ from .framing import (
     JSONValuesDecoder,
     SSEDecoder,
 )
-from .limits import DEFAULT_MAX_ARGUMENT_CHARS, DEFAULT_MAX_CALLS, DEFAULT_MAX_DEPTH
+from .limits import DEFAULT_MAX_ARGUMENT_CHARS, DEFAULT_MAX_CALLS, DEFAULT_MAX_CHOICES, DEFAULT_MAX_DEPTH
 from .types import Event, StreamError, Turn, TurnFinished
 
 __all__ = ["StreamParser", "parse", "FORMATS"]
@@ -56,14 +56,15 @@ class StreamParser:
     def __init__(self, provider: str, *, format: str = "sse",
                  max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, keep_calls: bool = True,
                  max_depth: int = DEFAULT_MAX_DEPTH, max_argument_chars: int = DEFAULT_MAX_ARGUMENT_CHARS,
-                 max_calls: int = DEFAULT_MAX_CALLS) -> None:
+                 max_calls: int = DEFAULT_MAX_CALLS, max_choices: int = DEFAULT_MAX_CHOICES) -> None:
         if format not in FORMATS and format != _own_framing_name(provider):
             raise UsageError(f"unknown format {format!r}; expected one of: {', '.join(FORMATS)}")
         # the usual case (plain ints, at least 1) in one test; anything else is checked one by one
         if not (type(max_message_bytes) is int and type(max_depth) is int and type(max_argument_chars) is int
-                and type(max_calls) is int and min(max_message_bytes, max_depth, max_argument_chars, max_calls) >= 1):
+                and type(max_calls) is int and type(max_choices) is int
+                and min(max_message_bytes, max_depth, max_argument_chars, max_calls, max_choices) >= 1):
             _check_limits(max_message_bytes=max_message_bytes, max_depth=max_depth,
-                          max_argument_chars=max_argument_chars, max_calls=max_calls)
+                          max_argument_chars=max_argument_chars, max_calls=max_calls, max_choices=max_choices)
         self.provider = provider
         self.format = format
         self._codec = codec_for(provider)
@@ -75,6 +76,7 @@ class StreamParser:
         asm = self._codec.asm
         asm.keep_calls = keep_calls
         asm.max_depth, asm.max_argument_chars, asm.max_calls = max_depth, max_argument_chars, max_calls
+        asm.max_choices = max_choices
         self._max = max_message_bytes
         self._framer: Any = None if format == "auto" else self._make_framer(format)
         self._sniff: list[bytes] = []  # leading white space seen while the format is detected
@@ -273,7 +275,8 @@ class StreamParser:
 
 def parse(provider: str, data: bytes | str | Iterable[bytes], *, format: str = "auto",
           max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, max_depth: int = DEFAULT_MAX_DEPTH,
-          max_argument_chars: int = DEFAULT_MAX_ARGUMENT_CHARS, max_calls: int = DEFAULT_MAX_CALLS) -> Turn:
+          max_argument_chars: int = DEFAULT_MAX_ARGUMENT_CHARS, max_calls: int = DEFAULT_MAX_CALLS,
+          max_choices: int = DEFAULT_MAX_CHOICES) -> Turn:
     """Parse one whole response of dialect ``provider`` and return its Turn.
 
     ``data`` is bytes, str, or an iterable of byte chunks. ``format`` as for ``StreamParser`` (default
@@ -281,7 +284,7 @@ def parse(provider: str, data: bytes | str | Iterable[bytes], *, format: str = "
     ``max_message_bytes``; everything wrong in the provider's data is recorded on the Turn instead.
     """
     parser = StreamParser(provider, format=format, max_message_bytes=max_message_bytes, max_depth=max_depth,
-                          max_argument_chars=max_argument_chars, max_calls=max_calls)
+                          max_argument_chars=max_argument_chars, max_calls=max_calls, max_choices=max_choices)
     if isinstance(data, (bytes, bytearray, memoryview, str)):
         parser.feed(data)
     else:

@@ -584,8 +584,9 @@ class GeminiCodec(Codec):
         st = self._cands.get(index)
         asm = self.asm
         if st is None:
+            if not asm.admit_choice(index):
+                return  # over max_choices: the turn failed (the caller reads no more of the payload)
             st = self._cands[index] = _Cand(index)
-            asm.choice(index)
         content = cand.content
         if content is not None and content.parts:
             for pi, part in enumerate(content.parts):

@@ -256,8 +256,9 @@ class OpenAIChatCodec(Codec):
             d = ch.message if whole else ch.delta
             st = self._choices.get(ch.index)
             if st is None:
+                if not asm.admit_choice(ch.index):
+                    return  # over max_choices: the turn failed, nothing more of the payload is read
                 st = self._choices[ch.index] = _ChoiceCalls()
-                asm.choice(ch.index)
             if d is not None:
                 tcs = d.tool_calls
                 if d.function_call is not None:  # the deprecated single-function form, after any tool calls
@@ -397,15 +398,25 @@ class OpenAIChatCodec(Codec):
         return self._message(0)
 
     def choice_messages(self) -> dict[int, Any]:
-        """The assistant message of every choice (``n > 1``)."""
-        return {i: self._message(i) for i in sorted(set(self.asm.choices) | set(self._choices))}
+        """The assistant message of every choice (``n > 1``): the calls are sorted by choice in one pass."""
+        by_choice: dict[int, list[Any]] = {}
+        for rec in self.asm.records:
+            if not rec.server:
+                calls = by_choice.get(rec.choice)
+                if calls is None:
+                    calls = by_choice[rec.choice] = []
+                calls.append(rec)
+        return {i: self._message(i, by_choice.get(i, ()))
+                for i in sorted(set(self.asm.choices) | set(self._choices))}
 
-    def _message(self, choice: int) -> Any:
+    def _message(self, choice: int, records: Any = None) -> Any:
+        """The assistant message of ``choice``; ``records``: its client calls, in order (default: found in every
+        call of the turn)."""
         asm = self.asm
         st = asm.choices.get(choice)
         text = "".join(st.text) if st else ""
         calls = []
-        for rec in asm.records:
+        for rec in asm.records if records is None else records:
             if rec.choice != choice or rec.server:
                 continue
             if rec.kind is CallKind.CUSTOM:

@@ -19,6 +19,14 @@ Codecs (one per dialect) translate wire events into calls on this object: ``open
 * ``end_of_stream()`` truncates every call still open and records ``stream_cut`` when no terminal event came.
 * ``stream_ended()`` records the stream's terminator (Chat ``[DONE]``, Anthropic's message stop event …): a payload
   after it is never read as the dialect's data (``Codec.feed_payloads`` makes it a protocol error).
+* ``admit_choice()``: a codec asks it before reading a choice it has not seen; past ``max_choices`` the turn
+  records ``limit_exceeded`` and the codec reads no more of the payload.
+
+Costs: nothing here walks every open call or every choice on each event. ``take_events`` (once per ``feed()``)
+reports the fragments of the calls that got some since the last report (``touched``, filled by the calls
+themselves: see ``toolwire.statemachine.call``), in the calls' order, and the text of the choices that got some
+(their first text since the last report lists them); a choice's end looks at that choice's open calls only. So
+the cost of an event does not grow with the calls or choices already open.
 """
 
 from __future__ import annotations
@@ -54,6 +62,7 @@ from ..limits import (
     _NOT_OPENERS,
     DEFAULT_MAX_ARGUMENT_CHARS,
     DEFAULT_MAX_CALLS,
+    DEFAULT_MAX_CHOICES,
     DEFAULT_MAX_DEPTH,
     json_depth_exceeds,
 )
@@ -148,10 +157,20 @@ _ENDED_CLEANLY = (FinishReason.TOOL_CALLS, FinishReason.STOP)
 _TOOL_CALLS, _STOP = _ENDED_CLEANLY
 
 
-class _ChoiceState:
-    __slots__ = ("text", "emitted", "finish", "raw_finish", "calls")
+def _seq(rec: CallRecord) -> int:
+    return rec.seq
 
-    def __init__(self) -> None:
+
+def _rank(st: "_ChoiceState") -> int:
+    return st.rank
+
+
+class _ChoiceState:
+    __slots__ = ("text", "emitted", "finish", "raw_finish", "calls", "index", "rank")
+
+    def __init__(self, index: int = 0, rank: int = 0) -> None:
+        self.index = index
+        self.rank = rank  # the order the choice appeared in (its text is reported in that order)
         self.text: list[str] = []
         self.emitted = 0
         self.finish: FinishReason | None = None
@@ -186,11 +205,16 @@ class Assembler:
         self.max_depth = DEFAULT_MAX_DEPTH
         self.max_argument_chars = DEFAULT_MAX_ARGUMENT_CHARS
         self.max_calls = DEFAULT_MAX_CALLS
+        self.max_choices = DEFAULT_MAX_CHOICES
         #: False: a call is forgotten once its end event was emitted (memory bounded by the open calls);
         #: the Turn then holds only calls still open at close, and no assistant message
         self.keep_calls = keep_calls
         self.records: list[CallRecord] = []
         self._open: dict[int, CallRecord] = {}  # id(rec) -> rec, for the calls still open, in order
+        self._open_in: dict[int, dict[int, CallRecord]] = {}  # the same, per choice
+        #: the calls given fragments since the last ``take_events`` (each adds itself: see ``CallRecord``)
+        self.touched: list[CallRecord] = []
+        self._texts: list[_ChoiceState] = []  # the choices given text since the last ``take_events``
         self._ordinal = 0
         self.events: list[Event] = []
         self.choices: dict[int, _ChoiceState] = {}
@@ -219,6 +243,7 @@ class Assembler:
         counts[choice] = index + 1
         rec = _new_record(self.provider, f"tw-{n}", call_id or None, name or None, kind, index, choice, server,
                           server_type, meta, None, self)
+        rec.seq = n
         if initial is not None and initial.strip() not in _PLACEHOLDERS:
             rec.initial = initial
         if self.keep_calls:
@@ -226,7 +251,12 @@ class Assembler:
         if not server:
             st = self.choices.get(choice)
             (st if st is not None else self.choice(choice)).calls += 1
-        self._open[id(rec)] = rec
+        key = id(rec)
+        self._open[key] = rec
+        in_choice = self._open_in.get(choice)
+        if in_choice is None:
+            in_choice = self._open_in[choice] = {}
+        in_choice[key] = rec
         self.events.append(CallAnnounced(local_id=rec.local_id, call_id=rec.call_id, name=rec.name,
                                          kind=kind, index=index, choice=choice))
         if n >= self.max_calls:
@@ -363,9 +393,13 @@ class Assembler:
                                 f"{rec.state.value}")
 
     def open_records(self, choice: int | None = None) -> list[CallRecord]:
+        """The calls still open (of ``choice``, when given: only that choice's are looked at), in order."""
         if not self._open:  # the usual case at a choice's end and at close: every call already ended
             return []
-        return [r for r in self._open.values() if r.is_open and (choice is None or r.choice == choice)]
+        if choice is None:
+            return [r for r in self._open.values() if r.is_open]
+        in_choice = self._open_in.get(choice)
+        return [r for r in in_choice.values() if r.is_open] if in_choice else []
 
     def truncate_open(self, code: ProblemCode, message: str, choice: int | None = None) -> None:
         for rec in self.open_records(choice):
@@ -377,6 +411,9 @@ class Assembler:
 
     def _ended(self, rec: CallRecord) -> None:
         if self._open.pop(id(rec), None) is not None:
+            in_choice = self._open_in.get(rec.choice)
+            if in_choice is not None:
+                in_choice.pop(id(rec), None)
             frags = rec.frags
             if frags:  # ``raw`` holds the arguments from now on (a call given whole has none to let go)
                 rec.emitted = len(frags)
@@ -408,11 +445,28 @@ class Assembler:
     def choice(self, index: int) -> _ChoiceState:
         st = self.choices.get(index)
         if st is None:
-            st = self.choices[index] = _ChoiceState()
+            st = self.choices[index] = _ChoiceState(index, len(self.choices))
         return st
 
+    def admit_choice(self, index: int) -> bool:
+        """A codec is about to read choice ``index``: True when it is known or within ``max_choices`` (it is then
+        known); otherwise the turn records ``limit_exceeded`` (nothing in it runs) and the codec reads no more."""
+        if index in self.choices:
+            return True
+        if len(self.choices) >= self.max_choices:
+            self.limit_exceeded(f"the response has more than {self.max_choices} choices (max_choices)")
+            return False
+        self.choice(index)
+        return True
+
     def add_text(self, text: str, choice: int = 0) -> None:
-        self.choice(choice).text.append(text)
+        st = self.choices.get(choice)
+        if st is None:
+            st = self.choice(choice)
+        parts = st.text
+        if len(parts) == st.emitted:  # its first text since the last report
+            self._texts.append(st)
+        parts.append(text)
 
     def finish_choice(self, choice: int, reason: FinishReason, raw: str | None) -> None:
         """Record how ``choice`` ended and truncate what a non-clean finish cut. ``tool_calls`` and ``stop`` both
@@ -503,27 +557,42 @@ class Assembler:
 
     # ---- events and the Turn -------------------------------------------------------------------------
     def take_events(self) -> list[Event]:
-        compact = not self.recover_resends
-        over: CallRecord | None = None
-        for rec in self._open.values():
-            start = rec.emitted
-            if rec.state is _ACC and len(rec.frags) > start:
-                self._flush_args(rec)
-                if compact and len(rec.frags) - start > 1:
-                    # the fragments of this feed become one string: a few-byte fragment costs ~50 bytes as its
-                    # own object. (Chat keeps its fragments: recovering a resend needs their boundaries.)
-                    rec.frags[start:] = [self.events[-1].text]
-                    rec.emitted = len(rec.frags)
-                if rec.nchars > self.max_argument_chars and over is None:
-                    over = rec
-        if over is not None:
-            self.limit_exceeded(f"the arguments of call {over.call_id or over.local_id} are longer than "
-                                f"{self.max_argument_chars} characters (max_argument_chars)")
-        for idx, st in self.choices.items():
-            if len(st.text) > st.emitted:
-                text = "".join(st.text[st.emitted:])
-                st.emitted = len(st.text)
-                self.events.append(TextReceived(text=text, choice=idx))
+        """The events since the last call: the arguments of the calls given fragments since then (one event per
+        call, in the calls' order) and the text of the choices given some, after the other events."""
+        touched = self.touched
+        if touched:
+            self.touched = []
+            if len(touched) > 1:
+                touched.sort(key=_seq)
+            compact = not self.recover_resends
+            over: CallRecord | None = None
+            for rec in touched:
+                if rec.state is not _ACC:
+                    continue  # it ended since (its end reported its arguments)
+                rec.fragments = rec._guard  # its next fragment adds it to ``touched`` again
+                start = rec.emitted
+                if len(rec.frags) > start:
+                    self._flush_args(rec)
+                    if compact and len(rec.frags) - start > 1:
+                        # the fragments of this feed become one string: a few-byte fragment costs ~50 bytes as
+                        # its own object. (Chat keeps its fragments: recovering a resend needs their boundaries.)
+                        rec.frags[start:] = [self.events[-1].text]
+                        rec.emitted = len(rec.frags)
+                    if rec.nchars > self.max_argument_chars and over is None:
+                        over = rec
+            if over is not None:
+                self.limit_exceeded(f"the arguments of call {over.call_id or over.local_id} are longer than "
+                                    f"{self.max_argument_chars} characters (max_argument_chars)")
+        texts = self._texts
+        if texts:
+            self._texts = []
+            if len(texts) > 1:
+                texts.sort(key=_rank)
+            for st in texts:
+                if len(st.text) > st.emitted:
+                    text = "".join(st.text[st.emitted:])
+                    st.emitted = len(st.text)
+                    self.events.append(TextReceived(text=text, choice=st.index))
         events, self.events = self.events, []
         return events
 

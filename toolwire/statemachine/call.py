@@ -8,6 +8,11 @@ accumulates it is the fragment list itself (equivalent to the table's internal t
 append), in every other state a guard whose ``append`` takes the checked path (the assembler's
 ``append_or_fail``, which starts accumulating on the first fragment and fails a call that already ended); every
 transition points it at the right one. ``append`` is the checked path of a record without an assembler.
+
+The assembler reports new fragments once per ``feed()`` for the calls that got some, never by walking every open
+call: the first fragment a call gets after each report goes through the guard too, which adds the call to its
+assembler's list of touched calls (``Assembler.touched``) and points ``fragments`` at the list again; the
+report points it back at the guard. A call costs one guarded append per feed that gave it fragments.
 """
 
 from __future__ import annotations
@@ -75,7 +80,7 @@ class CallRecord:
     __slots__ = (
         "state", "provider", "local_id", "call_id", "name", "kind", "index", "choice", "server", "server_type",
         "frags", "initial", "final", "args", "raw", "problem", "meta", "history", "emitted", "position_of",
-        "alias_ids", "announced_at", "nchars", "fragments", "owner", "_guard", "__weakref__",
+        "alias_ids", "announced_at", "nchars", "fragments", "owner", "_guard", "seq", "__weakref__",
     )
 
     def __init__(self, *, provider: str, local_id: str, call_id: str | None, name: str | None,
@@ -129,8 +134,10 @@ class CallRecord:
         else:
             self.announced_at = position_of() if position_of is not None else None
         self._guard = _Checked(self)
-        #: where a codec appends a fragment: the list while accumulating, the guard otherwise
+        #: where a codec appends a fragment: the list while accumulating (since the call was last reported as
+        #: touched), the guard otherwise
         self.fragments: Any = self._guard
+        self.seq = 0  # the call's number in its response (``Assembler.open_call`` sets it): its report order
         MACHINE.add_model(self)
 
     @classmethod
@@ -166,15 +173,23 @@ class CallRecord:
         rec.owner = None
         rec._guard = _Checked(rec)
         rec.fragments = rec._guard
+        rec.seq = 0
         MACHINE.add_model(rec, initial=call.state)
         return rec
 
     # ---- the hot path ---------------------------------------------------------------------------------
     def checked_append(self, fragment: str) -> None:
         """A fragment through the checked path: the owning assembler's ``append_or_fail`` (``append`` without
-        one)."""
-        if self.owner is not None:
-            self.owner.append_or_fail(self, fragment)
+        one); for an accumulating call, the first fragment since its assembler last reported it: the call is
+        added to the assembler's touched calls and ``fragments`` is the list again."""
+        owner = self.owner
+        if owner is not None:
+            if self.state is _ACCUMULATING:
+                owner.touched.append(self)
+                frags = self.fragments = self.frags
+                frags.append(fragment)
+                return
+            owner.append_or_fail(self, fragment)
         else:
             self.append(fragment)
 
@@ -199,8 +214,13 @@ class CallRecord:
             raise InvalidTransition(call_id=self.call_id, local_id=self.local_id, state=src.value,
                                     trigger=name) from None
         dst = self.state
-        self.fragments = self.frags if dst is _ACCUMULATING else self._guard
         owner = self.owner
+        if dst is _ACCUMULATING:
+            self.fragments = self.frags
+            if owner is not None:
+                owner.touched.append(self)  # (the fragment that made it accumulate follows)
+        else:
+            self.fragments = self._guard
         if owner is not None:
             pos = owner.position
         else:
