@@ -25,6 +25,7 @@ from toolwire.codecs import dialect_for
 
 from . import dispatch, memory, otel_cost
 from . import input_shapes
+from . import open_calls
 from . import repair as repair_bench
 from .floor import FLOORS
 from .peers import available_peers
@@ -141,6 +142,7 @@ class Bench:
         self.dispatch: dict[str, Any] = {}
         self.repair: dict[str, Any] = {}
         self.shapes: dict[str, Any] = {}
+        self.open_calls: dict[str, Any] = {}
 
     # ---- the table ------------------------------------------------------------------------------------------
     def table(self) -> None:
@@ -345,6 +347,25 @@ class Bench:
             if not r["ok"]:
                 self.problems.append(f"shapes/{shape}: the parse failed")
 
+    # ---- many calls open at once, many choices ---------------------------------------------------------------
+    def open_calls_step(self) -> None:
+        n = 500 if self.cfg.name == "quick" else 2000
+        reps = 3 if self.cfg.name == "quick" else 5
+        print()
+        print(f"open calls: parse time at 4x the calls open at once (or choices) over 1x ({n} -> {4 * n}), one "
+              f"event per feed(), median of interleaved repeats with the garbage collector off in each run "
+              f"(target <= {open_calls.TARGET:g}x)")
+        for dialect in self.dialects:
+            if dialect not in toolwire.PROVIDERS:
+                continue
+            for shape in open_calls.DIALECT_SHAPES.get(dialect, ()):
+                r = open_calls.measure(dialect, shape, n, reps, timeout=self.cfg.linear_cap)
+                self.open_calls[f"{dialect}/{shape}"] = r
+                print("  " + open_calls.line(dialect, shape, r), flush=True)
+                if r["problem"]:
+                    self.problems.append(f"open_calls/{dialect}/{shape}: {r['problem']}")
+                gc.collect()
+
     # ---- memory and dispatch --------------------------------------------------------------------------------
     def memory_step(self) -> None:
         cfg = self.cfg
@@ -472,6 +493,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-memory", action="store_true", help="skip the tracemalloc step")
     ap.add_argument("--skip-linear", action="store_true", help="skip the 10x linearity step")
     ap.add_argument("--skip-repair", action="store_true", help="skip the history repair scaling step")
+    ap.add_argument("--skip-open-calls", action="store_true",
+                    help="skip the many-open-calls and many-choices scaling step")
+    ap.add_argument("--only-open-calls", action="store_true",
+                    help="run only the many-open-calls and many-choices scaling step")
     ap.add_argument("--skip-workers", action="store_true",
                     help="skip conversations per second on 1-8 DBOS workers (needs dbos and PostgreSQL)")
     ap.add_argument("--output", default=str(Path(__file__).with_name("results.json")),
@@ -495,6 +520,11 @@ def main(argv: list[str] | None = None) -> int:
           f"ratio = toolwire / floor (* over {RATIO_TARGET:g}x; small: over {SMALL_TARGET:g}x plus 2 transitions triggers); peer runs stopped after {cfg.peer_timeout:g} s (>)")
     print()
     bench = Bench(cfg, dialects, args.skip_peers)
+    if args.only_open_calls:
+        bench.open_calls_step()
+        for p in bench.problems:
+            print(f"problem: {p}")
+        return 1 if bench.problems else 0
     bench.table()
     if not args.skip_linear:
         bench.linearity()
@@ -502,6 +532,8 @@ def main(argv: list[str] | None = None) -> int:
         bench.repair_step()
     if not args.skip_linear:
         bench.shapes_step()
+    if not args.skip_open_calls:
+        bench.open_calls_step()
     if not args.skip_memory:
         bench.memory_step()
     else:
@@ -527,7 +559,7 @@ def main(argv: list[str] | None = None) -> int:
     elapsed = time.perf_counter() - started
     results = {"config": cfg.__dict__, "versions": v, "cpus": os.cpu_count(), "elapsed_s": round(elapsed, 1),
                "loadavg_end": os.getloadavg(), "rows": bench.rows, "linear": bench.linear, "memory": bench.memory,
-               "shapes": bench.shapes,
+               "shapes": bench.shapes, "open_calls": bench.open_calls,
                "repair": bench.repair, "dispatch": bench.dispatch, "problems": bench.problems,
                "summary": bench.worst(), "targets": bench.targets(),
                "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}

@@ -33,7 +33,8 @@ from toolwire.codecs import dialect_for
 
 from .workloads import _es_message
 
-__all__ = ["SHAPES", "DIALECT_SHAPES", "stream", "parse_stream", "expected", "measure", "TARGET"]
+__all__ = ["SHAPES", "DIALECT_SHAPES", "stream", "parse_stream", "expected", "limits_for", "problem", "measure", "line",
+           "TARGET"]
 
 #: time at 4x the calls (or choices) over 1x, at most
 TARGET = 5.0
@@ -287,3 +288,13 @@ def measure(dialect: str, shape: str, n: int, repeats: int, *, timeout: float = 
     one, four = statistics.median(times[1]), statistics.median(times[4])
     return {"n": [n, 4 * n], "s_1x": one, "s_4x": four, "ratio": four / one if one else float("inf"),
             "lower_bound": lower, "problem": bad, "bytes": [sum(map(len, inputs[1])), sum(map(len, inputs[4]))]}
+
+
+def line(dialect: str, shape: str, r: dict[str, Any]) -> str:
+    """One printed line of the bench: the times at 1x and 4x and their ratio (``*``: over the target)."""
+    ratio = r["ratio"]
+    flag = "*" if ratio > TARGET else ""
+    lower = ">" if r["lower_bound"] else ""
+    n1, n4 = r["n"]
+    return (f"{dialect:19}  {shape:7}  {n1:>5} -> {n4:>5}: {r['s_1x'] * 1e3:8.1f} ms -> {lower}{r['s_4x'] * 1e3:8.1f} ms"
+            f"  ratio {lower}{ratio:.2f}{flag}" + (f"  [wrong: {r['problem']}]" if r["problem"] else ""))
