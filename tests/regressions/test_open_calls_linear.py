@@ -11,6 +11,7 @@ response: over it the turn records ``limit_exceeded`` and nothing runs.
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 from typing import Any, Callable
@@ -35,7 +36,8 @@ CASES = [(d, s) for d, shapes in oc.DIALECT_SHAPES.items() for s in shapes]
 
 
 def _lines_executed(fn: Callable[[], Any]) -> int:
-    """The Python lines ``fn`` executes, counted by a trace function (deterministic for a given input)."""
+    """The Python lines ``fn`` executes, counted by a trace function (deterministic for a given input; the
+    garbage collector is off meanwhile, so that no finalizer of an earlier test's objects runs inside)."""
     count = 0
 
     def trace(frame: Any, event: str, arg: Any) -> Any:
@@ -43,12 +45,15 @@ def _lines_executed(fn: Callable[[], Any]) -> int:
         count += 1
         return trace
 
+    gc.collect()
+    gc.disable()
     previous = sys.gettrace()
     sys.settrace(trace)
     try:
         fn()
     finally:
         sys.settrace(previous)
+        gc.enable()
     return count
 
 
@@ -228,3 +233,32 @@ def test_max_choices_that_is_not_an_int_of_at_least_one_is_refused(bad):
         toolwire.StreamParser("openai-chat", max_choices=bad)
     with pytest.raises(UsageError, match="^max_choices must"):
         toolwire.parse("gemini", b"{}", max_choices=bad)
+
+
+def _interactions_event(name: str, body: dict[str, Any]) -> bytes:
+    return sse({"event_type": name, **body})
+
+
+def test_a_thought_signature_costs_the_same_after_ten_or_four_hundred_steps():
+    """An Interactions thought's signature goes to the first call after the thought: found without walking every
+    step that started, so a signature delta costs the same whatever the steps before it."""
+    cost = {}
+    for n in (10, 400):
+        parser = toolwire.StreamParser("gemini-interactions")
+        parser.feed(_interactions_event("interaction.created", {"interaction": {"id": "i1", "status": "in_progress"}}))
+        parser.feed(_interactions_event("step.start", {"index": 0, "step": {"type": "thought"}}))
+        for k in range(1, n + 1):
+            parser.feed(_interactions_event("step.start", {"index": k, "step": {
+                "type": "function_call", "id": f"call_{k}", "name": "lookup", "arguments": {"k": k}}}))
+        signature = _interactions_event("step.delta", {"index": 0, "delta": {"type": "thought_signature",
+                                                                             "signature": "c2ln"}})
+        cost[n] = _lines_executed(lambda: parser.feed(signature))
+        for k in range(n + 1):
+            parser.feed(_interactions_event("step.stop", {"index": k}))
+        parser.feed(_interactions_event("interaction.completed", {"interaction": {"id": "i1",
+                                                                                  "status": "requires_action"}}))
+        parser.close()
+        calls = parser.turn.calls
+        assert [c.provider_meta.get("thought_signature") for c in calls[:2]] == ["c2ln", None]
+        assert calls[0].provider_meta["thought_step"] == 0 and len(parser.turn.runnable_calls) == n
+    assert cost[400] <= cost[10] + 10, cost

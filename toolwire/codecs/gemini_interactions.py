@@ -26,6 +26,7 @@ steps in order, each as received with streamed text, summaries, signatures and a
 
 from __future__ import annotations
 
+from bisect import bisect_right, insort
 from collections.abc import Mapping
 from typing import Any, Union
 
@@ -242,6 +243,7 @@ class GeminiInteractionsCodec(Codec):
     def __init__(self) -> None:
         super().__init__()
         self._steps: dict[int, _StepState] = {}
+        self._call_steps: list[int] = []  # the indexes of the steps that are client calls, sorted
         self._interaction_id: str | None = None
         self._legacy = False
         self._completed = False
@@ -465,6 +467,12 @@ class GeminiInteractionsCodec(Codec):
         elif t == "thought" and step.signature:
             self._pending_signature = (index, step.signature)
         self._steps[index] = _StepState(index, raw_dict, t, rec)
+        if rec is not None and not rec.server:
+            calls = self._call_steps
+            if not calls or index > calls[-1]:
+                calls.append(index)  # (steps start in order)
+            else:
+                insort(calls, index)
 
     def _signature(self, st: _StepState, sig: str) -> None:
         st.signature = sig
@@ -474,14 +482,16 @@ class GeminiInteractionsCodec(Codec):
             return
         if st.type != "thought":
             return
-        # a thought's signature: the first call after that thought takes it
-        for later in sorted(i for i in self._steps if i > st.index):
-            other = self._steps[later]
-            if other.rec is not None and not other.rec.server:
-                if "thought_signature" not in other.rec.meta:
-                    other.rec.meta["thought_signature"] = sig
-                    other.rec.meta["thought_step"] = st.index
-                return
+        # a thought's signature: the first call after that thought takes it (found by bisection: a signature
+        # costs the same however many steps came before it)
+        calls = self._call_steps
+        at = bisect_right(calls, st.index)
+        if at < len(calls):
+            meta = self._steps[calls[at]].rec.meta
+            if "thought_signature" not in meta:
+                meta["thought_signature"] = sig
+                meta["thought_step"] = st.index
+            return
         self._pending_signature = (st.index, sig)
 
     def _whole_arguments(self, st: _StepState, d: _FunctionCallDelta) -> None:
