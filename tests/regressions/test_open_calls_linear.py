@@ -262,3 +262,59 @@ def test_a_thought_signature_costs_the_same_after_ten_or_four_hundred_steps():
         assert [c.provider_meta.get("thought_signature") for c in calls[:2]] == ["c2ln", None]
         assert calls[0].provider_meta["thought_step"] == 0 and len(parser.turn.runnable_calls) == n
     assert cost[400] <= cost[10] + 10, cost
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 40), order=st.randoms(use_true_random=False), cut=st.integers(20, 4000),
+       provider=st.sampled_from(["anthropic", "openai-chat"]))
+def test_argument_events_add_up_to_each_calls_arguments_however_many_are_open(n, order, cut, provider):
+    """Calls opened, fed and (Anthropic) stopped in a random order, so that the number open goes above and
+    below the point where the parser stops looking at each open call: every feed's argument events of the
+    calls still open come in call order, and each call's events add up to its arguments, as in one feed of the whole stream."""
+    pieces = {k: ['{"k": ', f"{k}", ', "s": "', "x" * (k % 5), '"}'] for k in range(n)}
+    started: list[int] = []
+    live = list(range(n))
+    payloads: list[dict] = []
+    chat = provider == "openai-chat"
+    if not chat:
+        payloads.append({"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant",
+                                                             "content": [], "model": "m", "usage": {}}})
+    while live:
+        k = order.choice(live)
+        if k not in started:
+            started.append(k)
+            payloads.append(chunk(tc(k, f"call_{k}", "f", "")) if chat else {
+                "type": "content_block_start", "index": k,
+                "content_block": {"type": "tool_use", "id": f"toolu_{k}", "name": "f", "input": {}}})
+        elif pieces[k]:
+            frag = pieces[k].pop(0)
+            payloads.append(chunk(tc(k, None, None, frag)) if chat else {
+                "type": "content_block_delta", "index": k, "delta": {"type": "input_json_delta",
+                                                                     "partial_json": frag}})
+        else:
+            live.remove(k)
+            if not chat:
+                payloads.append({"type": "content_block_stop", "index": k})
+    if chat:
+        data = sse(*payloads, chunk(finish="tool_calls"), "[DONE]")
+    else:
+        data = sse(*payloads, {"type": "message_delta", "delta": {"stop_reason": "tool_use"}},
+                   {"type": "message_stop"})
+    parser = toolwire.StreamParser(provider)
+    texts: dict[str, list[str]] = {}
+    for i in range(0, len(data), cut):
+        events = parser.feed(data[i:i + cut])
+        ended = {e.call.local_id for e in events if isinstance(e, (toolwire.CallCompleted, toolwire.CallTruncated,
+                                                                   toolwire.CallErrored))}
+        # (a call that ended in the feed reported its arguments with its end, before the others)
+        ids = [int(e.local_id[3:]) for e in events
+               if isinstance(e, toolwire.ArgumentsReceived) and e.local_id not in ended]
+        assert ids == sorted(set(ids))
+        for e in events:
+            if isinstance(e, toolwire.ArgumentsReceived):
+                texts.setdefault(e.local_id, []).append(e.text)
+    parser.close()
+    calls = parser.turn.calls
+    assert [c.args for c in calls] == [{"k": k, "s": "x" * (k % 5)} for k in started]
+    assert all("".join(texts.get(c.local_id, [])) == c.raw_arguments for c in calls)
+    assert [c.args for c in toolwire.parse(provider, data).calls] == [c.args for c in calls]

@@ -24,13 +24,15 @@ Codecs (one per dialect) translate wire events into calls on this object: ``open
 
 Costs: nothing here walks every open call or every choice on each event. ``take_events`` (once per ``feed()``)
 reports the fragments of the calls that got some since the last report (``touched``, filled by the calls
-themselves: see ``toolwire.statemachine.call``), in the calls' order, and the text of the choices that got some
+themselves: see ``toolwire.statemachine.call``; with at most ``WALK_OPEN`` calls open it looks at each of them
+instead, which costs less than a guarded append per call and feed), in the calls' order, and the text of the choices that got some
 (their first text since the last report lists them); a choice's end looks at that choice's open calls only. So
 the cost of an event does not grow with the calls or choices already open.
 """
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import msgspec
@@ -157,12 +159,11 @@ _ENDED_CLEANLY = (FinishReason.TOOL_CALLS, FinishReason.STOP)
 _TOOL_CALLS, _STOP = _ENDED_CLEANLY
 
 
-def _seq(rec: CallRecord) -> int:
-    return rec.seq
+#: up to this many open calls, ``take_events`` looks at each (cheaper than a guarded append per call per feed)
+WALK_OPEN = 16
 
-
-def _rank(st: "_ChoiceState") -> int:
-    return st.rank
+_seq = operator.attrgetter("seq")  # a call's number (the order its arguments are reported in)
+_rank = operator.attrgetter("rank")  # a choice's (the order its text is reported in)
 
 
 class _ChoiceState:
@@ -214,6 +215,7 @@ class Assembler:
         self._open_in: dict[int, dict[int, CallRecord]] = {}  # the same, per choice
         #: the calls given fragments since the last ``take_events`` (each adds itself: see ``CallRecord``)
         self.touched: list[CallRecord] = []
+        self._guarding = False  # more than WALK_OPEN calls were open at the last report: they are guarded
         self._texts: list[_ChoiceState] = []  # the choices given text since the last ``take_events``
         self._ordinal = 0
         self.events: list[Event] = []
@@ -558,31 +560,29 @@ class Assembler:
     # ---- events and the Turn -------------------------------------------------------------------------
     def take_events(self) -> list[Event]:
         """The events since the last call: the arguments of the calls given fragments since then (one event per
-        call, in the calls' order) and the text of the choices given some, after the other events."""
+        call, in the calls' order) and the text of the choices given some, after the other events.
+
+        With few calls open (``WALK_OPEN`` at most), they are all looked at, and their ``fragments`` stay the list
+        (no guarded append per feed, the usual case); with more, only the calls in ``touched`` are, each pointed
+        back at its guard so that its next fragment lists it again (the first such report looks at every open
+        call once, to guard them). Either way the work is bounded by ``WALK_OPEN`` plus the calls given
+        fragments."""
+        opened = self._open
         touched = self.touched
         if touched:
             self.touched = []
-            if len(touched) > 1:
-                touched.sort(key=_seq)
-            compact = not self.recover_resends
-            over: CallRecord | None = None
-            for rec in touched:
-                if rec.state is not _ACC:
-                    continue  # it ended since (its end reported its arguments)
-                rec.fragments = rec._guard  # its next fragment adds it to ``touched`` again
-                start = rec.emitted
-                if len(rec.frags) > start:
-                    self._flush_args(rec)
-                    if compact and len(rec.frags) - start > 1:
-                        # the fragments of this feed become one string: a few-byte fragment costs ~50 bytes as
-                        # its own object. (Chat keeps its fragments: recovering a resend needs their boundaries.)
-                        rec.frags[start:] = [self.events[-1].text]
-                        rec.emitted = len(rec.frags)
-                    if rec.nchars > self.max_argument_chars and over is None:
-                        over = rec
-            if over is not None:
-                self.limit_exceeded(f"the arguments of call {over.call_id or over.local_id} are longer than "
-                                    f"{self.max_argument_chars} characters (max_argument_chars)")
+        if len(opened) <= WALK_OPEN:
+            self._guarding = False
+            if opened:
+                self._report(opened.values(), False)
+        elif self._guarding:
+            if touched:
+                if len(touched) > 1:
+                    touched.sort(key=_seq)
+                self._report(touched, True)
+        else:
+            self._guarding = True
+            self._report(list(opened.values()), True)
         texts = self._texts
         if texts:
             self._texts = []
@@ -595,6 +595,30 @@ class Assembler:
                     self.events.append(TextReceived(text=text, choice=st.index))
         events, self.events = self.events, []
         return events
+
+    def _report(self, recs: Any, guard: bool) -> None:
+        """Report the new fragments of ``recs`` (calls, in order; those no longer accumulating are passed over);
+        ``guard``: point each accumulating call's ``fragments`` at its guard."""
+        compact = not self.recover_resends
+        over: CallRecord | None = None
+        for rec in recs:
+            if rec.state is not _ACC:
+                continue  # announced, or ended since (its end reported its arguments)
+            if guard:
+                rec.fragments = rec._guard  # its next fragment adds it to ``touched`` again
+            start = rec.emitted
+            if len(rec.frags) > start:
+                self._flush_args(rec)
+                if compact and len(rec.frags) - start > 1:
+                    # the fragments of this feed become one string: a few-byte fragment costs ~50 bytes as its
+                    # own object. (Chat keeps its fragments: recovering a resend needs their boundaries.)
+                    rec.frags[start:] = [self.events[-1].text]
+                    rec.emitted = len(rec.frags)
+                if rec.nchars > self.max_argument_chars and over is None:
+                    over = rec
+        if over is not None:
+            self.limit_exceeded(f"the arguments of call {over.call_id or over.local_id} are longer than "
+                                f"{self.max_argument_chars} characters (max_argument_chars)")
 
     def _server_call(self, rec: CallRecord) -> ServerCall:
         return ServerCall(provider=self.provider, call_id=rec.call_id, name=rec.name,
