@@ -15,7 +15,8 @@ and the turn is a protocol error. The arguments are built as an object from the 
 form; ``raw_arguments`` is that object's JSON.
 
 ``finishReason`` is the candidate's end (``STOP`` with calls is reported as ``tool_calls``, as everywhere); there
-is no sentinel, so a stream that closes without one was cut. A response streamed as one JSON array ends with the
+is no sentinel, so a stream that closes without one was cut. A candidate that states another ``finishReason``
+later keeps both, and the worst is its finish (``SAFETY`` or ``MAX_TOKENS`` after ``STOP`` makes it unclean). A response streamed as one JSON array ends with the
 array: a value after it is a protocol error. Errors arrive as ``{"error": {code, message, status, details}}``,
 possibly wrapped in a one-element array.
 
@@ -769,9 +770,12 @@ class GeminiCodec(Codec):
             self.asm.complete(rec, utf8=utf8)
 
     def _finish(self, st: _Cand, raw: str) -> None:
-        if st.finished:
-            return
         reason = finish_reason_of(raw)
+        if st.finished:
+            # a later finishReason for the same candidate: recorded, and the worst of its ends is its finish
+            # (``SAFETY`` after ``STOP`` makes it unclean)
+            self.asm.end_choice(st.index, reason, raw, f"finishReason {raw} of candidate {st.index}")
+            return
         if reason is FinishReason.STOP:
             cur = st.open
             if cur is not None and cur.ended:
