@@ -158,7 +158,9 @@ def history_messages(turn: Turn, results: Iterable[ToolResult], *, echo_ids: boo
     index, turn = _chosen(turn, by_local)
     if turn.assistant_message is None:
         where = "the turn" if index is None else f"choice {index} of the turn"
-        raise UsageError(f"{where} has no assistant message to replay (parse it with calls kept)")
+        why = f"; the turn's error: {turn.error.type}: {turn.error.message[:200]}" if turn.error is not None else ""
+        raise UsageError(f"{where} has no assistant message to replay: it was parsed with keep_calls=False (parse "
+                         f"it with calls kept), or its replay could not be built from the provider's data{why}")
     pairs = _pairs(turn, by_local)
     out: list[Message] = list(mod.replay(turn, [c for c, _ in pairs]))
     if pairs:

@@ -201,7 +201,8 @@ class Choice(msgspec.Struct, kw_only=True):
 
     ``assistant_message`` is this choice's provider-native message (an ``AssistantMessage``): the history
     continues with the choice whose calls were run, so each choice needs its own replay
-    (``Turn.assistant_message`` is choice 0's).
+    (``Turn.assistant_message`` is choice 0's). ``finish_reasons`` / ``raw_finish_reasons`` are every end the
+    choice reported, as for ``Turn``; ``finish_reason`` is the worst of them.
     """
 
     index: int
@@ -209,6 +210,8 @@ class Choice(msgspec.Struct, kw_only=True):
     raw_finish_reason: str | None = None
     text: str = ""
     assistant_message: AssistantMessage | None = None
+    finish_reasons: tuple[FinishReason, ...] = ()
+    raw_finish_reasons: tuple[str | None, ...] = ()
 
 
 class Turn(msgspec.Struct, kw_only=True, weakref=True):
@@ -218,7 +221,12 @@ class Turn(msgspec.Struct, kw_only=True, weakref=True):
     blocks and signatures included): one ``Message``, or for Responses the list of output items; None in
     streaming mode (``keep_calls=False``). ``history_messages`` turns it into the list of messages to append
     for every dialect. ``finished_cleanly`` is True only when the turn ended with a clean finish
-    reason and no error; a turn that did not finish cleanly is never dispatched by default. ``usage`` is the
+    reason and no error; a turn that did not finish cleanly is never dispatched by default. A response may
+    report more than one end (a finish repeated with another word, a status a non-terminal event states):
+    ``finish_reasons`` (canonical) and ``raw_finish_reasons`` (the provider's words, None where it gave none)
+    list every one, each once, in the order they arrived, and ``finish_reason`` / ``raw_finish_reason`` are the
+    worst of them (error, then content filter, other, length, pause, then the clean ones; a tie goes to the
+    later), so one unclean end anywhere makes the turn unclean. ``usage`` is the
     provider's usage object as it arrived (the last one, or for Anthropic the usage of the message's start updated
     by its final delta's); ``token_usage`` is the same as a ``TokenUsage``, or None when the provider reported
     none. ``request_id`` is the provider's id of the HTTP response, read from its headers by the harness
@@ -231,6 +239,8 @@ class Turn(msgspec.Struct, kw_only=True, weakref=True):
     text: str = ""
     finish_reason: FinishReason | None = None
     raw_finish_reason: str | None = None
+    finish_reasons: tuple[FinishReason, ...] = ()
+    raw_finish_reasons: tuple[str | None, ...] = ()
     error: StreamError | None = None
     response_id: str | None = None
     model: str | None = None

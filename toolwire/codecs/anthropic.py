@@ -3,7 +3,8 @@
 Wire facts: ``message_start`` → per block ``content_block_start`` / ``content_block_delta`` /
 ``content_block_stop`` (``index`` is the position in ``message.content``) → ``message_delta`` (``stop_reason``)
 → ``message_stop``, the stream's terminator (nothing but a ``ping`` may follow it); ``ping`` and ``error`` may
-appear anywhere before it; unknown event and delta types are skipped.
+appear anywhere before it; unknown event and delta types are skipped. Every ``stop_reason`` a message states
+(``message_start``, each ``message_delta``) is one of its ends: the worst of them is its finish.
 ``tool_use`` blocks are the application's calls; ``server_tool_use`` and ``mcp_tool_use`` run at the provider
 and go to ``server_calls``. A tool's input streams as ``input_json_delta.partial_json`` fragments and is parsed
 at ``content_block_stop`` (an empty buffer is ``{}``). Thinking, redacted thinking and signatures are kept
@@ -230,7 +231,7 @@ class AnthropicCodec(Codec):
             self._block_stop(ev.index)
         elif cls is _MessageDelta:
             if ev.delta.stop_reason is not None:
-                self._stop_reason = ev.delta.stop_reason
+                self._saw_stop_reason(ev.delta.stop_reason)
                 if ev.delta.stop_details is not None:
                     self._stop_details = ev.delta.stop_details
             if ev.usage is not None:
@@ -323,7 +324,14 @@ class AnthropicCodec(Codec):
             self._block_start(i, raw)
             self._block_stop(i)
         if msg.stop_reason is not None:
-            self._stop_reason = msg.stop_reason
+            self._saw_stop_reason(msg.stop_reason)
+
+    def _saw_stop_reason(self, raw: str) -> None:
+        """A stop reason arrived (``message_start``, each ``message_delta``): every one is one of the turn's ends,
+        and the worst is its finish at ``message_stop`` (a ``tool_use`` after ``max_tokens`` does not make the
+        turn clean)."""
+        self._stop_reason = raw
+        self.asm.saw_end(0, _STOP.get(raw, FinishReason.OTHER), raw)
 
     def _whole_message(self, msg: _Message) -> None:
         asm = self.asm

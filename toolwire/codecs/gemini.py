@@ -15,7 +15,8 @@ and the turn is a protocol error. The arguments are built as an object from the 
 form; ``raw_arguments`` is that object's JSON.
 
 ``finishReason`` is the candidate's end (``STOP`` with calls is reported as ``tool_calls``, as everywhere); there
-is no sentinel, so a stream that closes without one was cut. A response streamed as one JSON array ends with the
+is no sentinel, so a stream that closes without one was cut. A candidate that states another ``finishReason``
+later keeps both, and the worst is its finish (``SAFETY`` or ``MAX_TOKENS`` after ``STOP`` makes it unclean). A response streamed as one JSON array ends with the
 array: a value after it is a protocol error. Errors arrive as ``{"error": {code, message, status, details}}``,
 possibly wrapped in a one-element array.
 
@@ -131,6 +132,22 @@ _TYPED = msgspec.json.Decoder(Union[_TypedResponse, list[_TypedResponse]])
 _PAYLOAD = msgspec.json.Decoder(Union[_Response, list[_Response]])
 _PART = msgspec.json.Decoder(_Part)
 _ANY = msgspec.json.Decoder()
+
+
+class _ReplayContent(msgspec.Struct, gc=False):
+    parts: list[Any] = []
+
+
+class _ReplayCandidate(msgspec.Struct, gc=False):
+    content: Union[_ReplayContent, None] = None
+
+
+class _ReplayResponse(msgspec.Struct, gc=False):
+    candidates: list[_ReplayCandidate] = []
+
+
+#: a payload read again for the replay: its candidates' parts as JSON values, everything else skipped
+_REPLAY = msgspec.json.Decoder(Union[_ReplayResponse, list[_ReplayResponse]])
 _RAW = msgspec.Raw
 _encode = msgspec.json.encode
 #: a ``usageMetadata`` that says nothing: absent, or null
@@ -307,15 +324,17 @@ def _part_bytes(ref: Any) -> bytes:
 
 def _part_value(ref: Any, docs: dict[int, Any]) -> dict[str, Any]:
     """The part as a new JSON object; ``docs`` keeps the payloads decoded so far (by ``id``), so the parts of one
-    payload cost one decoding."""
+    payload cost one decoding. Only the parts are read as JSON values: the rest of the payload is skipped as the
+    first reading skipped it, so a field toolwire ignores (a number no Python value can take, ``1e400``) cannot
+    fail the replay of a payload that was read."""
     if type(ref) is not tuple:
         return _ANY.decode(ref)
     data, ri, ci, pi = ref
     doc = docs.get(id(data))
     if doc is None:
-        doc = docs[id(data)] = _ANY.decode(data)
+        doc = docs[id(data)] = _REPLAY.decode(data)
     resp = doc if ri < 0 else doc[ri]
-    return resp["candidates"][ci]["content"]["parts"][pi]
+    return resp.candidates[ci].content.parts[pi]
 
 
 # ---- per-candidate state ----------------------------------------------------------------------------------
@@ -770,9 +789,12 @@ class GeminiCodec(Codec):
             self.asm.complete(rec, utf8=utf8)
 
     def _finish(self, st: _Cand, raw: str) -> None:
-        if st.finished:
-            return
         reason = finish_reason_of(raw)
+        if st.finished:
+            # a later finishReason for the same candidate: recorded, and the worst of its ends is its finish
+            # (``SAFETY`` after ``STOP`` makes it unclean)
+            self.asm.end_choice(st.index, reason, raw, f"finishReason {raw} of candidate {st.index}")
+            return
         if reason is FinishReason.STOP:
             cur = st.open
             if cur is not None and cur.ended:
@@ -821,8 +843,8 @@ class GeminiCodec(Codec):
                     data, ri, ci, pi = entry
                     doc = docs.get(id(data))
                     if doc is None:
-                        doc = docs[id(data)] = _ANY.decode(data)
-                    append((doc if ri < 0 else doc[ri])["candidates"][ci]["content"]["parts"][pi])
+                        doc = docs[id(data)] = _REPLAY.decode(data)
+                    append((doc if ri < 0 else doc[ri]).candidates[ci].content.parts[pi])
                 else:
                     append(entry.replay(docs) if type(entry) is _Streamed else _part_value(entry, docs))
         return {"role": "model", "parts": parts}

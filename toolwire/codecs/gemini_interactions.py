@@ -10,7 +10,8 @@ fragments and are parsed at ``step.stop`` (whole ``arguments`` on the start, if 
 Built-in ``*_call`` steps (Google Search, code execution, MCP servers …) run at Google: ``server_calls``.
 The turn's end is the interaction's status: ``requires_action`` (calls pending) and ``completed`` end it cleanly
 (``tool_calls`` when it has client calls, else ``stop``), ``incomplete`` / ``budget_exceeded`` → length,
-``failed`` / ``cancelled`` → error.
+``failed`` / ``cancelled`` → error. A status that ends an interaction stated before the completion (by
+``interaction.status_update`` or ``interaction.created``) is one of the turn's ends too: the worst is its finish.
 
 The legacy "outputs" schema (≤ 2026-05) is read too: ``interaction.start``, ``content.start {index, content}``,
 ``content.delta`` (a function_call delta carries the **whole** ``arguments`` object), ``content.stop``,
@@ -309,6 +310,7 @@ class GeminiInteractionsCodec(Codec):
         elif cls is _StatusUpdate:
             if ev.usage is not None:
                 asm.usage = ev.usage
+            self._saw_status(ev.status)
         else:  # error
             asm.stream_error(_error_from(ev.error))
 
@@ -378,8 +380,19 @@ class GeminiInteractionsCodec(Codec):
                       type=t, position=self.asm.position)
 
     # ---- interactions ---------------------------------------------------------------------------------
+    def _saw_status(self, status: Any) -> None:
+        """A status an event states (a status update, the interaction of ``interaction.created``): a status that
+        ends an interaction is one of the turn's ends, and the worst of them is its finish at the completion (an
+        ``incomplete`` update before a ``requires_action`` completion leaves the turn unclean). Other statuses
+        (``in_progress`` …) say nothing about the end."""
+        if type(status) is str:
+            reason = _STATUS.get(status)
+            if reason is not None:
+                self.asm.saw_end(0, reason, status)
+
     def _interaction(self, it: _InteractionLite) -> None:
         asm = self.asm
+        self._saw_status(it.status)
         if it.id and self._interaction_id is None:
             self._interaction_id = it.id
             asm.response_id = it.id

@@ -2,7 +2,8 @@
 
 Wire facts: chunks have no ``event:`` name; ``choices[].delta.tool_calls[]`` carry ``index``, and
 ``id``/``type``/``function.name`` on a call's first fragment only; ``arguments`` are string fragments; the
-choice's ``finish_reason`` is the terminator (``stop`` after tool calls is tolerated); ``data: [DONE]`` ends the
+choice's ``finish_reason`` is the terminator (``stop`` after tool calls is tolerated; a choice that states another
+``finish_reason`` later keeps both, and the worst is its finish); ``data: [DONE]`` ends the
 stream (a payload after it is a protocol error); ``choices: []`` appears in usage-only and Azure content-filter
 chunks. Errors arrive in-stream as a top-level ``error`` (OpenAI, OpenRouter, Groq's ``event: error``) or as
 ``{"object": "error", …}`` (vLLM, Mistral).

@@ -4,7 +4,10 @@ Wire facts: every stream event carries ``type`` and an increasing ``sequence_num
 ``response.created`` → per output item ``response.output_item.added`` / argument deltas / ``….done`` /
 ``response.output_item.done`` → ``response.completed`` | ``response.incomplete`` | ``response.failed``, the
 stream's terminator (only the ``[DONE]`` some proxies add may follow it); the flat ``error`` event may come anywhere
-before it (some servers nest an ``error`` object in it); unknown event types are skipped.
+before it (some servers nest an ``error`` object in it); unknown event types are skipped. Every end a response
+states is one of the turn's ends, and the worst is its finish: the terminal event's, its response's ``status`` when
+that says otherwise, a lifecycle event's ``status`` that ends a response, an ``incomplete_details.reason`` in a
+response that says it completed.
 A body is the Response object itself (``{"object": "response", "output": [...], "status": ...}``).
 
 Three ids (failure mode 19 in docs/failure-modes.md): an item's ``id`` (``fc_…``) is what argument deltas
@@ -60,6 +63,23 @@ _INCOMPLETE = {
     "content_filter": (FinishReason.CONTENT_FILTER, ProblemCode.CUT_BY_FILTER),
 }
 _BODY_STATUS = {"completed": "completed", "incomplete": "incomplete", "failed": "failed", "cancelled": "cancelled"}
+
+
+def _incomplete_reason(details: Any) -> str | None:
+    """``incomplete_details.reason`` when it is a non-empty string, else None."""
+    why = details.get("reason") if isinstance(details, dict) else None
+    return why if isinstance(why, str) and why else None
+
+
+def _status_reason(status: str, details: Any) -> FinishReason:
+    """The canonical end of a response ``status`` that ends it (``incomplete``: by its details' reason)."""
+    if status == "completed":
+        return FinishReason.STOP
+    if status == "failed":
+        return FinishReason.ERROR
+    if status == "incomplete":
+        return _INCOMPLETE.get(_incomplete_reason(details), (FinishReason.OTHER,))[0]
+    return FinishReason.OTHER  # cancelled
 
 _ACC = CallState.ACCUMULATING
 _COMPLETE = CallState.COMPLETE
@@ -634,6 +654,21 @@ class OpenAIResponsesCodec(Codec):
             return
         if resp.model and asm.model is None:
             asm.model = resp.model
+        self._saw_ends(resp)
+
+    def _saw_ends(self, resp: _Response) -> None:
+        """The ends a Response object states: a status that ends a response (``completed``, ``incomplete``,
+        ``failed``, ``cancelled``, on a lifecycle event too), and an ``incomplete_details`` reason in a response
+        that says it completed. Each is one of the turn's ends (the worst is its finish), so a status or a reason
+        that contradicts a ``response.completed`` leaves the turn unclean."""
+        asm = self.asm
+        status = resp.status
+        if status in _BODY_STATUS:
+            asm.saw_end(0, _status_reason(status, resp.incomplete_details), status)
+        if status == "completed" or status is None:
+            why = _incomplete_reason(resp.incomplete_details)
+            if why:
+                asm.saw_end(0, _INCOMPLETE.get(why, (FinishReason.OTHER,))[0], why)
 
     def _body(self, data: bytes) -> None:
         """A non-streaming Response body: its output items in order, then its status."""
@@ -676,7 +711,12 @@ class OpenAIResponsesCodec(Codec):
             if asm.failed:
                 return
         asm.stream_ended("the response body" if body else f"response.{kind}")
-        raw = resp.status
+        # the event's own end (a body's: its status) first, then any other end its response states; the worst of
+        # them is the turn's finish, and the end rules below follow it (``Assembler.end_choice``). The raw word is
+        # the response's status; a response without one gives None (the provider said no word)
+        raw = kind if resp.status is not None else None
+        asm.saw_end(0, _status_reason(kind, resp.incomplete_details), raw)
+        self._saw_ends(resp)
         if kind == "failed":
             self._truncate_cut(ProblemCode.STREAM_ERROR, "the response failed")
             asm.stream_error(_error_from(resp.error, "response_failed"))
@@ -688,8 +728,7 @@ class OpenAIResponsesCodec(Codec):
             asm.end_choice(0, FinishReason.STOP, raw, "response.completed")
             return
         if kind == "incomplete":
-            details = resp.incomplete_details
-            why = details.get("reason") if isinstance(details, dict) else None
+            why = _incomplete_reason(resp.incomplete_details)
             reason, code = _INCOMPLETE.get(why, (FinishReason.OTHER, ProblemCode.STREAM_ERROR))
             message = f"the response is incomplete ({why or 'no reason given'})"
         else:  # cancelled

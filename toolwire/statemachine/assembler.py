@@ -16,6 +16,10 @@ Codecs (one per dialect) translate wire events into calls on this object: ``open
   (``fail_unterminated``) is a protocol error on the whole turn.
 * ``finish_choice()`` with a length or content-filter reason truncates the open calls of that choice; an error
   truncates every open call and puts the stream in a terminal state (later payloads are ignored).
+* A choice may report several ends (a finish repeated with another word, an end a non-terminal event states:
+  ``saw_end()``): it keeps every one, each once, and its finish is the worst of them (``_SEVERITY``), so one
+  unclean end anywhere makes the choice unclean whatever clean end comes before or after it. The end rules
+  above apply to that worst end.
 * ``end_of_stream()`` truncates every call still open and records ``stream_cut`` when no terminal event came.
 * ``stream_ended()`` records the stream's terminator (Chat ``[DONE]``, Anthropic's message stop event …): a payload
   after it is never read as the dialect's data (``Codec.feed_payloads`` makes it a protocol error).
@@ -158,6 +162,15 @@ def recover_resent_arguments(frags: list[str]) -> tuple[str, str] | None:
 _ENDED_CLEANLY = (FinishReason.TOOL_CALLS, FinishReason.STOP)
 _TOOL_CALLS, _STOP = _ENDED_CLEANLY
 
+#: how bad an end is: of the ends a choice reports, the worst is its finish (a tie goes to the later one). The
+#: clean ends are 0; an error or a filter says the content itself is not to be trusted, an unknown word may be
+#: anything, a token limit cut what was said.
+_SEVERITY = {FinishReason.TOOL_CALLS: 0, FinishReason.STOP: 0, FinishReason.PAUSE: 1, FinishReason.LENGTH: 2,
+             FinishReason.OTHER: 3, FinishReason.CONTENT_FILTER: 4, FinishReason.ERROR: 5}
+
+#: the different ends a choice lists before it lists only reasons it has not listed yet
+_MAX_ENDS = 16
+
 
 #: up to this many open calls, ``take_events`` looks at each (cheaper than a guarded append per call per feed)
 WALK_OPEN = 16
@@ -167,27 +180,54 @@ _rank = operator.attrgetter("rank")  # a choice's (the order its text is reporte
 
 
 class _ChoiceState:
-    __slots__ = ("text", "emitted", "finish", "raw_finish", "calls", "index", "rank")
+    __slots__ = ("text", "emitted", "finish", "raw_finish", "ends", "ended", "calls", "index", "rank")
 
     def __init__(self, index: int = 0, rank: int = 0) -> None:
         self.index = index
         self.rank = rank  # the order the choice appeared in (its text is reported in that order)
         self.text: list[str] = []
         self.emitted = 0
-        self.finish: FinishReason | None = None
+        self.finish: FinishReason | None = None  # the worst end seen
         self.raw_finish: str | None = None
+        self.ends: list[tuple[FinishReason, str | None]] = []  # every end seen, each once, in order
+        self.ended = False  # the choice's own end arrived (``finish_choice``)
         self.calls = 0  # client calls announced in this choice (server calls do not count)
 
-    @property
-    def finish_reason(self) -> FinishReason | None:
+    def saw(self, reason: FinishReason, raw: str | None) -> FinishReason:
+        """Record an end; return the worst end seen. Past ``_MAX_ENDS`` different ends, only an end of a reason
+        not listed yet is added (a stream repeating ever new words stays bounded; every reason is listed)."""
+        end = (reason, raw)
+        ends = self.ends
+        if end not in ends and (len(ends) < _MAX_ENDS or all(r is not reason for r, _ in ends)):
+            ends.append(end)
+        finish = self.finish
+        if finish is None or _SEVERITY[reason] >= _SEVERITY[finish]:
+            finish = self.finish = reason
+            self.raw_finish = raw
+        return finish
+
+    def canonical(self, reason: FinishReason | None) -> FinishReason | None:
         """The canonical finish reason, by one rule for every dialect: a choice that ended cleanly is
         ``tool_calls`` when it announced at least one client call (in any state) and ``stop`` otherwise,
         whatever word the provider used (``stop`` after tool calls, Gemini's ``STOP``, Anthropic's ``end_turn``
         around programmatic calls …); ``pause`` and the unclean reasons are kept as they are."""
-        finish = self.finish
-        if finish in _ENDED_CLEANLY:
+        if reason in _ENDED_CLEANLY:
             return _TOOL_CALLS if self.calls else _STOP
-        return finish
+        return reason
+
+    @property
+    def finish_reason(self) -> FinishReason | None:
+        """The worst end seen, canonical (``canonical``)."""
+        return self.canonical(self.finish)
+
+    @property
+    def finish_reasons(self) -> tuple[FinishReason, ...]:
+        canonical = self.canonical
+        return tuple(canonical(reason) for reason, _ in self.ends)  # type: ignore[misc]
+
+    @property
+    def raw_finish_reasons(self) -> tuple[str | None, ...]:
+        return tuple(raw for _, raw in self.ends)
 
 
 class Assembler:
@@ -470,12 +510,21 @@ class Assembler:
             self._texts.append(st)
         parts.append(text)
 
+    def saw_end(self, choice: int, reason: FinishReason, raw: str | None) -> None:
+        """An end of ``choice`` that a payload states without being the choice's end (an Anthropic
+        ``message_delta``, a lifecycle event's status …): recorded among its ends, where the worst one wins when
+        the choice ends; nothing is cut now."""
+        self.choice(choice).saw(reason, raw)
+
     def finish_choice(self, choice: int, reason: FinishReason, raw: str | None) -> None:
         """Record how ``choice`` ended and truncate what a non-clean finish cut. ``tool_calls`` and ``stop`` both
-        mean "ended cleanly": which of the two the turn reports is decided by the calls (``_ChoiceState``)."""
+        mean "ended cleanly": which of the two the turn reports is decided by the calls (``_ChoiceState``). The
+        rule applied is the worst end the choice saw, this one included (an end repeated later is recorded the
+        same way)."""
         st = self.choice(choice)
-        st.finish = reason
-        st.raw_finish = raw
+        reason = st.saw(reason, raw)
+        raw = st.raw_finish
+        st.ended = True
         if reason is _LENGTH:
             self.truncate_open(ProblemCode.CUT_BY_LENGTH, f"the turn hit its token limit ({raw})", choice)
         elif reason is _FILTER:
@@ -493,7 +542,11 @@ class Assembler:
     def end_choice(self, choice: int, reason: FinishReason, raw: str | None, where: str) -> None:
         """The dialect's end of ``choice`` (``where`` names it for messages) arrived with ``reason``: the end rules
         of the module docstring, in order (a cut of the last item, the calls a clean finish terminates, the
-        finish, then the calls a clean end left open)."""
+        finish, then the calls a clean end left open). The rules follow the worst end the choice saw (this one
+        included), so a clean end after an unclean one cuts what the unclean one would."""
+        st = self.choice(choice)
+        reason = st.saw(reason, raw)
+        raw = st.raw_finish
         if reason is _LENGTH and self.length_cuts_last_item:
             last = self._last.get(choice)
             rec = last[1] if last is not None else None
@@ -511,7 +564,7 @@ class Assembler:
     def choices_ended(self) -> bool:
         """True when at least one choice appeared and every one has its finish (``end_choice``)."""
         for st in self.choices.values():
-            if st.finish is None:
+            if not st.ended:
                 return False
         return bool(self.choices)
 
@@ -639,6 +692,7 @@ class Assembler:
         # listed whenever the turn's own finish reason does not say it all: several choices, or one that is not 0
         several = len(self.choices) > 1 or (self.choices and 0 not in self.choices)
         choices = [Choice(index=i, finish_reason=st.finish_reason, raw_finish_reason=st.raw_finish,
+                          finish_reasons=st.finish_reasons, raw_finish_reasons=st.raw_finish_reasons,
                           text="".join(st.text))
                    for i, st in sorted(self.choices.items())] if several else []
         return Turn(
@@ -646,6 +700,8 @@ class Assembler:
             text="".join(first.text) if first else "",
             finish_reason=first.finish_reason if first else None,
             raw_finish_reason=first.raw_finish if first else None,
+            finish_reasons=first.finish_reasons if first else (),
+            raw_finish_reasons=first.raw_finish_reasons if first else (),
             error=self.error, response_id=self.response_id, model=self.model, usage=self.usage,
             token_usage=token_usage,
             choices=choices, assistant_message=assistant_message, ended=ended,

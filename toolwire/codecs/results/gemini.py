@@ -334,7 +334,11 @@ def repair(contents: list[Any], *, echo_ids: bool = True, counter: CallCounter) 
             actions.add(RepairKind.INSERTED_RESULT, g, call.id, call.name,
                         detail="no functionResponse was recorded for this call: an error result was inserted")
             key = "function_response" if call.snake else "functionResponse"
-            return {key: function_response(call.id if echo_ids else None, call.name, MISSING_RESULT_TEXT, True)}
+            fr = function_response(call.id if echo_ids else None, call.name, MISSING_RESULT_TEXT, True)
+            # named exactly as a kept response is renamed (below): a call named by a value that is not a string
+            # (``0``, ``false``, ``[]`` …) keeps that value, so the next repair finds the answer and changes nothing
+            fr["name"] = call.name if call.name is not None else ""
+            return {key: fr}
         pos, part = call.answered
         key = _fr_key(part)
         fr = part[key]
