@@ -1,7 +1,10 @@
 """The dispatcher: decides which calls of a turn run, runs them, and answers every call exactly once.
 
 Only one choice of a turn is dispatched (``choice=0`` unless the caller picks another; the results answer
-exactly that choice's calls), and only when that choice ended cleanly. Order for each of its calls:
+exactly that choice's calls), and only when that choice ended cleanly. Of a response with several choices, the
+first choice dispatched is claimed in the ledger under its turn identity (``LedgerKey.for_choice``): another choice
+of it is refused with ``ChoiceError`` before anything runs, by any dispatcher sharing the ledger. Order for each
+of its calls:
 
 0. A turn (choice) that did not finish cleanly (an error, a cut, ``length``/``max_tokens``, ``content_filter``,
    data after the stream's terminator): every call is answered ``not_run`` and nothing runs
@@ -59,7 +62,7 @@ import uuid
 import weakref
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -81,7 +84,7 @@ from . import _rich
 from ._steps import Steps, adrive, drive
 from .content import Content, OutcomeUnknown, ToolError
 from .context import ToolContext, context_parameter
-from .errors import ApprovalError
+from .errors import ApprovalError, ChoiceError
 from .ledger import Ledger, LedgerKey, LedgerRecord, MemoryLedger
 from .registry import Registry
 from .result import ResultKind, ToolResult
@@ -151,6 +154,13 @@ class _InFlight:
     def wait(self) -> None:
         with self._lock:  # given back at once: every waiter gets through
             pass
+
+
+class _Get(NamedTuple):
+    """A request of phase 1 (see ``_prepare``): the ledger's record of ``key`` (a claim is a ``(key,
+    fingerprint)`` tuple)."""
+
+    key: LedgerKey
 
 
 class _Outcome:
@@ -293,7 +303,7 @@ class Dispatcher:
         a ``ToolContext`` parameter as ``ToolContext.data`` (toolwire never reads it).
         """
         plans = drive(self._prepare(turn, conversation_id, turn_id, choice, approvals, allow_unclean),
-                      lambda claim: self.ledger.claim(*claim))
+                      self._ledger_request)
         for p in plans:
             p.data = data
         _otel.start(plans)
@@ -331,7 +341,7 @@ class Dispatcher:
         """The async twin of ``run``: async handlers are awaited, concurrent reads are gathered, and the ledger is
         awaited (its ``aclaim``/``acomplete`` when it has them, else its sync methods in a worker thread)."""
         plans = await adrive(self._prepare(turn, conversation_id, turn_id, choice, approvals, allow_unclean),
-                             lambda claim: self._aledger("claim", *claim))
+                             self._aledger_request)
         for p in plans:
             p.data = data
         _otel.start(plans)
@@ -395,9 +405,20 @@ class Dispatcher:
         return token
 
     # ==== phase 1: decide, without running anything ===========================================================
-    # Phase 1 is a step generator (see ``_steps``): it yields the ledger claims that consume approvals, as
-    # ``(key, fingerprint)``, and receives their records; ``run`` answers them with ``ledger.claim``, ``arun`` by
-    # awaiting ``_aledger("claim", ...)``.
+    # Phase 1 is a step generator (see ``_steps``): it yields ledger requests, the claims that record the
+    # dispatched choice or consume approvals, as ``(key, fingerprint)``, and the look-ups of writes' records
+    # (``_Get``), and receives their answers; ``run`` answers them with the ledger's sync methods, ``arun`` by
+    # awaiting ``_aledger``.
+    def _ledger_request(self, request: tuple[LedgerKey, str] | _Get) -> LedgerRecord | None:
+        if isinstance(request, _Get):
+            return self.ledger.get(request.key)
+        return self.ledger.claim(*request)
+
+    async def _aledger_request(self, request: tuple[LedgerKey, str] | _Get) -> LedgerRecord | None:
+        if isinstance(request, _Get):
+            return await self._aledger("get", request.key)
+        return await self._aledger("claim", *request)
+
     def _prepare(self, turn: Turn, conversation_id: str, turn_id: str | None, choice: int,
                  approvals: Iterable[Approval], allow_unclean: bool) -> Steps[list[_Plan]]:
         if not isinstance(conversation_id, str) or not conversation_id:
@@ -420,6 +441,10 @@ class Dispatcher:
                 rec.dispatch()
             finally:
                 rec.release()
+        # a response with several choices: the first choice dispatched of its turn identity is the only one
+        # that ever runs (recorded in the ledger, so across dispatchers, processes and restarts)
+        choice_unchecked = (yield from self._claim_choice(turn, conversation_id, ident, choice)) \
+            if len(known) > 1 else None
         plans = [_Plan(call) for call in calls]
         for p in plans:
             p.args, p.args_hash = _own_arguments(p.call)
@@ -433,6 +458,11 @@ class Dispatcher:
         try:
             for p in plans:
                 call = p.call
+                if choice_unchecked is not None:
+                    self._reject(p, K.NOT_RUN, "Not run: whether another choice of this response was already "
+                                               "dispatched cannot be checked (the ledger is unavailable), so "
+                                               "nothing of this one was run.")
+                    continue
                 if not clean and not allow_unclean:
                     why = self._unclean_reason(turn)
                     if next_state(call.state, Trigger.REJECT):
@@ -462,6 +492,29 @@ class Dispatcher:
             self._release(plans)  # no later dispatch may wait for a plan that never runs
             raise
         return plans
+
+    def _claim_choice(self, turn: Turn, conversation_id: str, ident: str, choice: int) -> Steps[BaseException | None]:
+        """Claim ``choice`` as the dispatched choice of the turn ``ident``: the first claim wins. Raises
+        ``ChoiceError`` when another choice holds the claim; returns the ledger's failure (then nothing of the turn
+        runs), or None."""
+        mine = f"choice:{choice}"
+        try:
+            record = yield LedgerKey.for_choice(conversation_id, ident), mine
+        except Exception as exc:  # noqa: BLE001 - a ledger of the application's may raise anything
+            _log.emit(_log.ERROR, "dispatch.ledger_error", provider=turn.provider, conversation_id=conversation_id,
+                      call_id=None, local_id=None, name=None, op="choice",
+                      error=f"{type(exc).__name__}: {_short(exc, 200)}")
+            return exc
+        if record is None or record.fingerprint == mine:
+            return None
+        held = record.fingerprint.removeprefix("choice:") if isinstance(record.fingerprint, str) else ""
+        dispatched = int(held) if held.isdigit() and held.isascii() else None
+        _log.emit(_log.WARNING, "dispatch.choice_refused", provider=turn.provider, conversation_id=conversation_id,
+                  choice=choice, dispatched=dispatched)
+        raise ChoiceError(f"choice {choice} of this response was not dispatched: "
+                          + (f"choice {dispatched}" if dispatched is not None else "another choice")
+                          + " of it was dispatched already, and only one choice of a response ever runs",
+                          choice=choice, dispatched=dispatched)
 
     def _turn_identity(self, turn: Turn, turn_id: str | None, conversation_id: str) -> str:
         """What identifies ``turn`` among the conversation's model responses (the first part of its calls' keys)."""

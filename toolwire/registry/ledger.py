@@ -30,6 +30,9 @@ Keys: ``LedgerKey(conversation_id, call_key)``. The dispatcher uses three kinds 
 * a tool's own key (``Tool(..., idempotency_key=fn)``): ``"key:" + tool name + ":" + fn(args)``, so the same
   action re-planned under a new call id finds the first one's record.
 * a consumed approval: ``"approval:" + the approval's signature`` (it is never completed).
+* the dispatched choice of a response with several choices: ``"choice:" + turn`` with the fingerprint
+  ``"choice:" + the choice's index`` (claimed before anything of the turn runs, never completed: the first
+  choice claimed is the only one that ever runs).
 """
 
 from __future__ import annotations
@@ -78,6 +81,11 @@ class LedgerKey(msgspec.Struct, frozen=True):
     def for_approval(cls, conversation_id: str, signature: str) -> "LedgerKey":
         """The key that marks an approval as used."""
         return cls(conversation_id, "approval:" + signature)
+
+    @classmethod
+    def for_choice(cls, conversation_id: str, turn: str) -> "LedgerKey":
+        """The key that records which choice of a response (turn identity ``turn``) was dispatched."""
+        return cls(conversation_id, "choice:" + turn)
 
 
 class LedgerRecord(msgspec.Struct, kw_only=True):
