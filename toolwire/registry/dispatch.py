@@ -79,6 +79,7 @@ from .approval import (
     Signer,
     approval_targets,
     arguments_sha256,
+    valid_verdict,
 )
 from . import _rich
 from ._steps import Steps, adrive, drive
@@ -695,17 +696,29 @@ class Dispatcher:
             _log.emit(_log.ERROR, "dispatch.policy_error", provider=call.provider, conversation_id=conversation_id,
                       call_id=call.call_id, local_id=call.local_id, name=tool.name, error=type(exc).__name__)
             return Decision.deny("the authorization policy failed")
+        # read again, strictly: only the three words (exact str), True or False decide; anything else denies
         if isinstance(verdict, Decision):
-            return verdict
-        if verdict is True or verdict == "allow":
+            try:
+                word, reason = verdict.verdict, verdict.reason
+            except Exception:  # noqa: BLE001 - a subclass whose fields cannot be read
+                word, reason = None, None
+            if valid_verdict(word, reason):
+                return Decision(word, reason)
+            what = f"a Decision with verdict of type {type(word).__name__} and reason of type " \
+                   f"{type(reason).__name__}"
+        elif verdict is True:
             return Decision.allow()
-        if verdict == "needs_approval":
-            return Decision.needs_approval()
-        if verdict is False or verdict == "deny":
+        elif verdict is False:
             return Decision.deny()
+        elif valid_verdict(verdict, ""):
+            return Decision(verdict)
+        else:
+            what = f"a {type(verdict).__name__}"
+            if inspect.iscoroutine(verdict):  # an async policy: its coroutine is never awaited, so close it
+                what = "a coroutine (the policy must be a plain function)"
+                verdict.close()
         _log.emit(_log.ERROR, "dispatch.policy_error", provider=call.provider, conversation_id=conversation_id,
-                  call_id=call.call_id, local_id=call.local_id, name=tool.name,
-                  error=f"unknown verdict {_short(verdict, 40)!r}")
+                  call_id=call.call_id, local_id=call.local_id, name=tool.name, error=f"no valid verdict: {what}")
         return Decision.deny("the authorization policy gave no valid verdict")
 
     def _tokens(self, approvals: Iterable[Any], conversation_id: str) -> list[Approval]:
