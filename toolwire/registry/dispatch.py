@@ -15,7 +15,11 @@ of its calls:
 1. Exact-name lookup in the frozen registry: unknown → ``unknown_tool`` (the message lists the available names),
    nothing runs, nothing is written to the ledger.
 2. Arguments that did not parse, or fail the tool's schema → ``invalid_arguments`` with path and reason.
-3. Policy → allow / deny (``denied``) / needs approval (``approval_required`` with a signed ``ApprovalRequest``,
+3. A write with a record in the ledger (it ran before: a restart, a re-run step, an answer this dispatcher no
+   longer remembers) is answered by it, ``completed`` with the stored result and ``started`` with
+   ``outcome_unknown``; the policy is not asked (looked up only when there is a policy: without one the write's
+   claim finds the same record).
+   Policy → allow / deny (``denied``) / needs approval (``approval_required`` with a signed ``ApprovalRequest``,
    unless a verified ``Approval`` for exactly this call and these arguments is passed in ``approvals``).
 4. Effects. Reads: retried on handler exceptions (``read_retries``, with ``backoff``), then ``handler_failed``;
    a timeout is ``handler_timeout``. Writes: never re-run automatically. The ledger records ``started`` before the
@@ -660,7 +664,20 @@ class Dispatcher:
                 return
             p.key = LedgerKey.for_idempotency_key(conversation_id, tool.name, own)
             p.fingerprint = tool.name
-        # 3. authorization: only the policy's decision, and a verified approval, let a call run
+        # 3. a write that ran before (after a restart, or once this dispatcher forgot its answer) is answered by
+        # its ledger record: the policy decides only calls that have not run. Without a policy every call is
+        # allowed and the write's claim finds the same record, so nothing is looked up here.
+        if tool.effect == "write" and self.policy is not None:
+            try:
+                record = yield _Get(p.key)
+            except Exception as exc:  # noqa: BLE001 - a ledger of the application's may raise anything
+                self._ledger_failed(p, conversation_id, "read", exc)
+                return
+            if record is not None and (not record.fingerprint or record.fingerprint == p.fingerprint):
+                self._dispatch(p)
+                self._write_claimed(p, conversation_id, record, None)  # answers p: stored result or outcome_unknown
+                return
+        # 4. authorization: only the policy's decision, and a verified approval, let a call run
         decision = self._decide(call, tool, turn, conversation_id)
         if decision.verdict == "deny":
             _log.emit(_log.INFO, "dispatch.denied", provider=call.provider, conversation_id=conversation_id,
@@ -924,9 +941,13 @@ class Dispatcher:
         _log.emit(_log.ERROR, "dispatch.ledger_error", provider=call.provider, conversation_id=conversation_id,
                   call_id=call.call_id, local_id=call.local_id, name=tool.name, op=op,
                   error=f"{type(exc).__name__}: {_short(exc, 200)}")
-        text = (f"Not run: {tool.name} changes state and its idempotency ledger is unavailable, so it was not "
-                "run.") if op == "claim" else (f"Not run: the approval of {tool.name} could not be recorded "
-                                                   "because the ledger is unavailable.")
+        if op == "claim":
+            text = f"Not run: {tool.name} changes state and its idempotency ledger is unavailable, so it was not run."
+        elif op == "read":
+            text = (f"Not run now: {tool.name} changes state and its idempotency ledger is unavailable, so whether "
+                    "it ran before cannot be checked; it was not run again.")
+        else:
+            text = f"Not run: the approval of {tool.name} could not be recorded because the ledger is unavailable."
         if p.rec is not None and p.rec.state is CallState.DISPATCHED:
             self._answer(p, self._result(call, K.NOT_RUN, text))
         else:
