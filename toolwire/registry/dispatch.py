@@ -144,13 +144,17 @@ class _InFlight:
     A bare lock held until the answer is published (lighter than a ``threading.Event``, and one is made for
     every call): ``set`` releases it once; ``wait`` returns once it was released."""
 
-    __slots__ = ("_lock", "answered", "result")
+    __slots__ = ("_lock", "answered", "result", "claimed", "fingerprint")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._lock.acquire()
         self.answered = False
         self.result: ToolResult | None = None
+        #: the write's ledger key once this dispatch claimed it (its handler may then have run), and its
+        #: fingerprint: a dispatch cut short after that leaves its waiters to the ledger's record
+        self.claimed: LedgerKey | None = None
+        self.fingerprint = ""
 
     def set(self) -> None:
         self.answered = True
@@ -317,7 +321,13 @@ class Dispatcher:
             for p in plans:
                 if p.waiting is not None:
                     p.waiting.wait()
-                    self._answer_waiting(p)
+                    record, failure = None, None
+                    if p.waiting.result is None and p.waiting.claimed is not None:
+                        try:
+                            record = self.ledger.get(p.waiting.claimed)
+                        except Exception as exc:  # noqa: BLE001 - a ledger of the application's may raise anything
+                            failure = exc
+                    self._answer_waiting(p, record, failure)
         except BaseException as exc:
             _otel.abort(plans, exc)
             raise
@@ -356,7 +366,13 @@ class Dispatcher:
                 if p.waiting is not None:
                     if not p.waiting.answered:
                         await asyncio.to_thread(p.waiting.wait)
-                    self._answer_waiting(p)
+                    record, failure = None, None
+                    if p.waiting.result is None and p.waiting.claimed is not None:
+                        try:
+                            record = await self._aledger("get", p.waiting.claimed)
+                        except Exception as exc:  # noqa: BLE001 - a ledger of the application's may raise anything
+                            failure = exc
+                    self._answer_waiting(p, record, failure)
         except BaseException as exc:
             _otel.abort(plans, exc)
             raise
@@ -578,11 +594,27 @@ class Dispatcher:
         for p in plans:
             self._publish(p)
 
-    def _answer_waiting(self, p: _Plan) -> None:
-        """Answer ``p`` with the answer of the dispatch of the same instance that was in flight."""
-        other = p.waiting.result
+    def _answer_waiting(self, p: _Plan, record: LedgerRecord | None, failure: BaseException | None) -> None:
+        """Answer ``p`` with the answer of the dispatch of the same instance that was in flight. That dispatch cut
+        short (cancelled, interrupted) after it claimed its write left ``record``, the write's ledger record read
+        since (or the ledger's ``failure``): its stored result when completed, else ``outcome_unknown``, never
+        "nothing ran"."""
+        flight = p.waiting
+        other = flight.result
         call = p.call
         self._dispatch(p)
+        if other is None and flight.claimed is not None:
+            if failure is None and record is not None and record.status == "completed" \
+                    and record.result is not None and record.fingerprint in ("", flight.fingerprint):
+                other = record.result
+            else:
+                _log.emit(_log.WARNING, "dispatch.outcome_unknown", provider=call.provider,
+                          conversation_id=p.instance.conversation_id, call_id=call.call_id, local_id=call.local_id,
+                          name=_short(call.name), reason="waited_dispatch_cut_short")
+                self._answer(p, self._result(call, K.OUTCOME_UNKNOWN, (
+                    f"{_short(call.name)} was started by another dispatch of this same call that did not finish: "
+                    "it may or may not have taken effect. It was not run again; check before retrying.")))
+                return
         if other is None:
             self._answer(p, self._result(call, K.NOT_RUN, "Not run: another dispatch of this same call was in "
                                                           "progress and did not finish; nothing ran here."))
@@ -912,6 +944,8 @@ class Dispatcher:
             self._ledger_failed(p, conversation_id, "claim", failure)
             return False
         if existing is None:
+            if p.flight is not None:  # from here on the handler may run: a waiter asks the ledger if this is cut
+                p.flight.claimed, p.flight.fingerprint = p.key, p.fingerprint
             return True
         if existing.fingerprint and existing.fingerprint != p.fingerprint:
             _log.emit(_log.ERROR, "dispatch.ledger_conflict", provider=call.provider,
