@@ -11,7 +11,8 @@ of its calls:
    (``allow_unclean=True`` opts out for the calls that are still whole). A truncated or errored call is
    ``not_run`` in any turn. A call handed over already dispatched or answered is refused by the state table
    (``InvalidTransition``) before anything of the turn runs. A call instance this dispatcher already answered
-   is answered again from its record (nothing runs).
+   is answered again from its record (nothing runs): the last ``_REMEMBERED`` (4,096) answers, in memory (a read
+   answered longer ago runs again; a write's ledger record answers it).
 1. Exact-name lookup in the frozen registry: unknown → ``unknown_tool`` (the message lists the available names),
    nothing runs, nothing is written to the ledger.
 2. Arguments that did not parse, or fail the tool's schema → ``invalid_arguments`` with path and reason.
