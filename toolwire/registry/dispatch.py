@@ -19,8 +19,7 @@ of its calls:
 3. A write with a record in the ledger (it ran before: a restart, a re-run step, an answer this dispatcher no
    longer remembers) is answered by it, ``completed`` with the stored result and ``started`` with
    ``outcome_unknown``; the policy is not asked (looked up only when there is a policy: without one the write's
-   claim finds the same record).
-   Policy → allow / deny (``denied``) / needs approval (``approval_required`` with a signed ``ApprovalRequest``,
+   claim finds the same record). Then the policy → allow / deny (``denied``) / needs approval (``approval_required`` with a signed ``ApprovalRequest``,
    unless a verified ``Approval`` for exactly this call and these arguments is passed in ``approvals``).
 4. Effects. Reads: retried on handler exceptions (``read_retries``, with ``backoff``), then ``handler_failed``;
    a timeout is ``handler_timeout``. Writes: never re-run automatically. The ledger records ``started`` before the
@@ -1231,8 +1230,8 @@ class Dispatcher:
                 await asyncio.sleep(step)
 
     def _aledger(self, op: str, *args: Any) -> Awaitable[Any]:
-        """The ledger's ``op`` (``"claim"`` or ``"complete"``) for ``arun``: its async twin (``aclaim``,
-        ``acomplete``: the optional ``AsyncLedger`` part of the protocol) when it has one, else the sync method
+        """The ledger's ``op`` (``"claim"``, ``"complete"`` or ``"get"``) for ``arun``: its async twin (``aclaim``,
+        ``acomplete``, ``aget``: the optional ``AsyncLedger`` part of the protocol) when it has one, else the sync method
         in a worker thread, so the event loop never waits on the ledger."""
         twin = getattr(self.ledger, "a" + op, None)
         if callable(twin):
