@@ -83,6 +83,7 @@ PINNED_ALL = [
     "DuplicateToolError",
     "HandlerSignatureError",
     "ApprovalError",
+    "ChoiceError",
     "LedgerError",
     # results and history
     "encode_results",
@@ -160,7 +161,7 @@ def test_public_exceptions_found():
         "ToolwireError", "UsageError", "HistoryTooLargeError", "ProviderProtocolError", "FramingError",
         "InvalidTransition",
         "ToolDeclarationError", "ToolNameError", "DuplicateToolError", "HandlerSignatureError", "ApprovalError",
-        "LedgerError",
+        "ChoiceError", "LedgerError",
         "DeclarationLimitError", "ToolChoiceError", "StrictSchemaError", "SchemaConversionError",
         "ToolError", "OutcomeUnknown",
     }

@@ -41,6 +41,7 @@ from .history import (
 from .registry import (
     Approval,
     ApprovalError,
+    ChoiceError,
     ApprovalRequest,
     AsyncLedger,
     Decision,
@@ -181,6 +182,7 @@ __all__ = [
     "DuplicateToolError",
     "HandlerSignatureError",
     "ApprovalError",
+    "ChoiceError",
     "LedgerError",
     # results and history
     "encode_results",

@@ -71,6 +71,9 @@ CATALOGUE: dict[str, EventSpec] = {
     "dispatch.answered_before": _spec(
         "info", "call_id conversation_id local_id name provider kind",
         "a call instance this dispatcher already answered was dispatched again: the same answer, nothing runs"),
+    "dispatch.choice_refused": _spec(
+        "warning", "choice conversation_id dispatched provider",
+        "another choice of a response already dispatched was asked for: ChoiceError, nothing of it ran"),
     "dispatch.result_truncated": _spec(
         "warning", "call_id conversation_id limit local_id name provider size",
         "a handler's value was larger than max_result_bytes: the model gets it cut, with a marker saying so"),

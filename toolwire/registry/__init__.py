@@ -18,6 +18,7 @@ from .dispatch import Dispatcher, Policy
 from .decorator import tool
 from .errors import (
     ApprovalError,
+    ChoiceError,
     DuplicateToolError,
     HandlerSignatureError,
     LedgerError,
@@ -66,6 +67,7 @@ __all__ = [
     "DuplicateToolError",
     "HandlerSignatureError",
     "ApprovalError",
+    "ChoiceError",
     "LedgerError",
     "arguments_sha256",
     "canonical_arguments",

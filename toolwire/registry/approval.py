@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
+from ..errors import UsageError
+
 if TYPE_CHECKING:  # pragma: no cover
     pass
 
@@ -38,13 +40,33 @@ __all__ = [
 ]
 
 Verdict = Literal["allow", "deny", "needs_approval"]
+#: the three verdicts: anything else a policy answers denies
+VERDICTS = ("allow", "deny", "needs_approval")
+
+
+def valid_verdict(verdict: Any, reason: Any) -> bool:
+    """True when ``verdict`` is exactly one of the three verdict strings (a ``str``, not a subclass, whose ``==``
+    could say anything) and ``reason`` is a ``str``."""
+    return type(verdict) is str and verdict in VERDICTS and type(reason) is str
 
 
 class Decision(msgspec.Struct, frozen=True):
-    """A policy's verdict for one call, with an optional reason (shown to the model for deny/approval)."""
+    """A policy's verdict for one call, with an optional reason (shown to the model for deny/approval).
+
+    ``verdict`` is exactly ``"allow"``, ``"deny"`` or ``"needs_approval"`` and ``reason`` a ``str``: anything else
+    (a typo such as ``"denied"``, ``False``) is a ``UsageError`` when the decision is built (a ``ValidationError``
+    when decoded), so a policy that builds one fails, and a policy that fails denies. The dispatcher checks a
+    decision again when it reads it."""
 
     verdict: Verdict
     reason: str = ""
+
+    def __post_init__(self) -> None:
+        if not valid_verdict(self.verdict, self.reason):
+            if type(self.reason) is not str:
+                raise UsageError(f"a Decision's reason must be a str, got {type(self.reason).__name__}")
+            raise UsageError(f"a Decision's verdict must be one of {', '.join(VERDICTS)}; got "
+                             f"{_shown(self.verdict)}")
 
     @classmethod
     def allow(cls, reason: str = "") -> "Decision":
@@ -65,6 +87,16 @@ class PolicyContext(msgspec.Struct, frozen=True, kw_only=True):
     conversation_id: str
     tool: Any  # Tool
     turn: Any  # Turn
+
+
+def _shown(value: Any) -> str:
+    """A short, safe description of a bad verdict (its ``repr`` may raise or be huge)."""
+    try:
+        text = repr(value) if isinstance(value, (str, bytes, int, float, bool, type(None))) else ""
+    except Exception:  # noqa: BLE001
+        text = ""
+    text = text if len(text) <= 40 else text[:40] + "…"
+    return f"{type(value).__name__} {text}".strip()
 
 
 def canonical_arguments(args: Any) -> bytes:

@@ -1,18 +1,25 @@
 """The dispatcher: decides which calls of a turn run, runs them, and answers every call exactly once.
 
 Only one choice of a turn is dispatched (``choice=0`` unless the caller picks another; the results answer
-exactly that choice's calls), and only when that choice ended cleanly. Order for each of its calls:
+exactly that choice's calls), and only when that choice ended cleanly. Of a response with several choices, the
+first choice dispatched is claimed in the ledger under its turn identity (``LedgerKey.for_choice``): another choice
+of it is refused with ``ChoiceError`` before anything runs, by any dispatcher sharing the ledger. Order for each
+of its calls:
 
 0. A turn (choice) that did not finish cleanly (an error, a cut, ``length``/``max_tokens``, ``content_filter``,
    data after the stream's terminator): every call is answered ``not_run`` and nothing runs
    (``allow_unclean=True`` opts out for the calls that are still whole). A truncated or errored call is
    ``not_run`` in any turn. A call handed over already dispatched or answered is refused by the state table
    (``InvalidTransition``) before anything of the turn runs. A call instance this dispatcher already answered
-   is answered again from its record (nothing runs).
+   is answered again from its record (nothing runs): the last ``_REMEMBERED`` (4,096) answers, in memory (a read
+   answered longer ago runs again; a write's ledger record answers it).
 1. Exact-name lookup in the frozen registry: unknown → ``unknown_tool`` (the message lists the available names),
    nothing runs, nothing is written to the ledger.
 2. Arguments that did not parse, or fail the tool's schema → ``invalid_arguments`` with path and reason.
-3. Policy → allow / deny (``denied``) / needs approval (``approval_required`` with a signed ``ApprovalRequest``,
+3. A write with a record in the ledger (it ran before: a restart, a re-run step, an answer this dispatcher no
+   longer remembers) is answered by it, ``completed`` with the stored result and ``started`` with
+   ``outcome_unknown``; the policy is not asked (looked up only when there is a policy: without one the write's
+   claim finds the same record). Then the policy → allow / deny (``denied``) / needs approval (``approval_required`` with a signed ``ApprovalRequest``,
    unless a verified ``Approval`` for exactly this call and these arguments is passed in ``approvals``).
 4. Effects. Reads: retried on handler exceptions (``read_retries``, with ``backoff``), then ``handler_failed``;
    a timeout is ``handler_timeout``. Writes: never re-run automatically. The ledger records ``started`` before the
@@ -59,7 +66,7 @@ import uuid
 import weakref
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -76,12 +83,13 @@ from .approval import (
     Signer,
     approval_targets,
     arguments_sha256,
+    valid_verdict,
 )
 from . import _rich
 from ._steps import Steps, adrive, drive
 from .content import Content, OutcomeUnknown, ToolError
 from .context import ToolContext, context_parameter
-from .errors import ApprovalError
+from .errors import ApprovalError, ChoiceError
 from .ledger import Ledger, LedgerKey, LedgerRecord, MemoryLedger
 from .registry import Registry
 from .result import ResultKind, ToolResult
@@ -136,13 +144,17 @@ class _InFlight:
     A bare lock held until the answer is published (lighter than a ``threading.Event``, and one is made for
     every call): ``set`` releases it once; ``wait`` returns once it was released."""
 
-    __slots__ = ("_lock", "answered", "result")
+    __slots__ = ("_lock", "answered", "result", "claimed", "fingerprint")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._lock.acquire()
         self.answered = False
         self.result: ToolResult | None = None
+        #: the write's ledger key once this dispatch claimed it (its handler may then have run), and its
+        #: fingerprint: a dispatch cut short after that leaves its waiters to the ledger's record
+        self.claimed: LedgerKey | None = None
+        self.fingerprint = ""
 
     def set(self) -> None:
         self.answered = True
@@ -151,6 +163,13 @@ class _InFlight:
     def wait(self) -> None:
         with self._lock:  # given back at once: every waiter gets through
             pass
+
+
+class _Get(NamedTuple):
+    """A request of phase 1 (see ``_prepare``): the ledger's record of ``key`` (a claim is a ``(key,
+    fingerprint)`` tuple)."""
+
+    key: LedgerKey
 
 
 class _Outcome:
@@ -293,7 +312,7 @@ class Dispatcher:
         a ``ToolContext`` parameter as ``ToolContext.data`` (toolwire never reads it).
         """
         plans = drive(self._prepare(turn, conversation_id, turn_id, choice, approvals, allow_unclean),
-                      lambda claim: self.ledger.claim(*claim))
+                      self._ledger_request)
         for p in plans:
             p.data = data
         _otel.start(plans)
@@ -302,7 +321,13 @@ class Dispatcher:
             for p in plans:
                 if p.waiting is not None:
                     p.waiting.wait()
-                    self._answer_waiting(p)
+                    record, failure = None, None
+                    if p.waiting.result is None and p.waiting.claimed is not None:
+                        try:
+                            record = self.ledger.get(p.waiting.claimed)
+                        except Exception as exc:  # noqa: BLE001 - a ledger of the application's may raise anything
+                            failure = exc
+                    self._answer_waiting(p, record, failure)
         except BaseException as exc:
             _otel.abort(plans, exc)
             raise
@@ -331,7 +356,7 @@ class Dispatcher:
         """The async twin of ``run``: async handlers are awaited, concurrent reads are gathered, and the ledger is
         awaited (its ``aclaim``/``acomplete`` when it has them, else its sync methods in a worker thread)."""
         plans = await adrive(self._prepare(turn, conversation_id, turn_id, choice, approvals, allow_unclean),
-                             lambda claim: self._aledger("claim", *claim))
+                             self._aledger_request)
         for p in plans:
             p.data = data
         _otel.start(plans)
@@ -341,7 +366,13 @@ class Dispatcher:
                 if p.waiting is not None:
                     if not p.waiting.answered:
                         await asyncio.to_thread(p.waiting.wait)
-                    self._answer_waiting(p)
+                    record, failure = None, None
+                    if p.waiting.result is None and p.waiting.claimed is not None:
+                        try:
+                            record = await self._aledger("get", p.waiting.claimed)
+                        except Exception as exc:  # noqa: BLE001 - a ledger of the application's may raise anything
+                            failure = exc
+                    self._answer_waiting(p, record, failure)
         except BaseException as exc:
             _otel.abort(plans, exc)
             raise
@@ -395,9 +426,20 @@ class Dispatcher:
         return token
 
     # ==== phase 1: decide, without running anything ===========================================================
-    # Phase 1 is a step generator (see ``_steps``): it yields the ledger claims that consume approvals, as
-    # ``(key, fingerprint)``, and receives their records; ``run`` answers them with ``ledger.claim``, ``arun`` by
-    # awaiting ``_aledger("claim", ...)``.
+    # Phase 1 is a step generator (see ``_steps``): it yields ledger requests, the claims that record the
+    # dispatched choice or consume approvals, as ``(key, fingerprint)``, and the look-ups of writes' records
+    # (``_Get``), and receives their answers; ``run`` answers them with the ledger's sync methods, ``arun`` by
+    # awaiting ``_aledger``.
+    def _ledger_request(self, request: tuple[LedgerKey, str] | _Get) -> LedgerRecord | None:
+        if isinstance(request, _Get):
+            return self.ledger.get(request.key)
+        return self.ledger.claim(*request)
+
+    async def _aledger_request(self, request: tuple[LedgerKey, str] | _Get) -> LedgerRecord | None:
+        if isinstance(request, _Get):
+            return await self._aledger("get", request.key)
+        return await self._aledger("claim", *request)
+
     def _prepare(self, turn: Turn, conversation_id: str, turn_id: str | None, choice: int,
                  approvals: Iterable[Approval], allow_unclean: bool) -> Steps[list[_Plan]]:
         if not isinstance(conversation_id, str) or not conversation_id:
@@ -420,6 +462,10 @@ class Dispatcher:
                 rec.dispatch()
             finally:
                 rec.release()
+        # a response with several choices: the first choice dispatched of its turn identity is the only one
+        # that ever runs (recorded in the ledger, so across dispatchers, processes and restarts)
+        choice_unchecked = (yield from self._claim_choice(turn, conversation_id, ident, choice)) \
+            if len(known) > 1 else None
         plans = [_Plan(call) for call in calls]
         for p in plans:
             p.args, p.args_hash = _own_arguments(p.call)
@@ -433,6 +479,11 @@ class Dispatcher:
         try:
             for p in plans:
                 call = p.call
+                if choice_unchecked is not None:
+                    self._reject(p, K.NOT_RUN, "Not run: whether another choice of this response was already "
+                                               "dispatched cannot be checked (the ledger is unavailable), so "
+                                               "nothing of this one was run.")
+                    continue
                 if not clean and not allow_unclean:
                     why = self._unclean_reason(turn)
                     if next_state(call.state, Trigger.REJECT):
@@ -462,6 +513,29 @@ class Dispatcher:
             self._release(plans)  # no later dispatch may wait for a plan that never runs
             raise
         return plans
+
+    def _claim_choice(self, turn: Turn, conversation_id: str, ident: str, choice: int) -> Steps[BaseException | None]:
+        """Claim ``choice`` as the dispatched choice of the turn ``ident``: the first claim wins. Raises
+        ``ChoiceError`` when another choice holds the claim; returns the ledger's failure (then nothing of the turn
+        runs), or None."""
+        mine = f"choice:{choice}"
+        try:
+            record = yield LedgerKey.for_choice(conversation_id, ident), mine
+        except Exception as exc:  # noqa: BLE001 - a ledger of the application's may raise anything
+            _log.emit(_log.ERROR, "dispatch.ledger_error", provider=turn.provider, conversation_id=conversation_id,
+                      call_id=None, local_id=None, name=None, op="choice",
+                      error=f"{type(exc).__name__}: {_short(exc, 200)}")
+            return exc
+        if record is None or record.fingerprint == mine:
+            return None
+        held = record.fingerprint.removeprefix("choice:") if isinstance(record.fingerprint, str) else ""
+        dispatched = int(held) if held.isdigit() and held.isascii() else None
+        _log.emit(_log.WARNING, "dispatch.choice_refused", provider=turn.provider, conversation_id=conversation_id,
+                  choice=choice, dispatched=dispatched)
+        raise ChoiceError(f"choice {choice} of this response was not dispatched: "
+                          + (f"choice {dispatched}" if dispatched is not None else "another choice")
+                          + " of it was dispatched already, and only one choice of a response ever runs",
+                          choice=choice, dispatched=dispatched)
 
     def _turn_identity(self, turn: Turn, turn_id: str | None, conversation_id: str) -> str:
         """What identifies ``turn`` among the conversation's model responses (the first part of its calls' keys)."""
@@ -520,11 +594,27 @@ class Dispatcher:
         for p in plans:
             self._publish(p)
 
-    def _answer_waiting(self, p: _Plan) -> None:
-        """Answer ``p`` with the answer of the dispatch of the same instance that was in flight."""
-        other = p.waiting.result
+    def _answer_waiting(self, p: _Plan, record: LedgerRecord | None, failure: BaseException | None) -> None:
+        """Answer ``p`` with the answer of the dispatch of the same instance that was in flight. That dispatch cut
+        short (cancelled, interrupted) after it claimed its write left ``record``, the write's ledger record read
+        since (or the ledger's ``failure``): its stored result when completed, else ``outcome_unknown``, never
+        "nothing ran"."""
+        flight = p.waiting
+        other = flight.result
         call = p.call
         self._dispatch(p)
+        if other is None and flight.claimed is not None:
+            if failure is None and record is not None and record.status == "completed" \
+                    and record.result is not None and record.fingerprint in ("", flight.fingerprint):
+                other = record.result
+            else:
+                _log.emit(_log.WARNING, "dispatch.outcome_unknown", provider=call.provider,
+                          conversation_id=p.instance.conversation_id, call_id=call.call_id, local_id=call.local_id,
+                          name=_short(call.name), reason="waited_dispatch_cut_short")
+                self._answer(p, self._result(call, K.OUTCOME_UNKNOWN, (
+                    f"{_short(call.name)} was started by another dispatch of this same call that did not finish: "
+                    "it may or may not have taken effect. It was not run again; check before retrying.")))
+                return
         if other is None:
             self._answer(p, self._result(call, K.NOT_RUN, "Not run: another dispatch of this same call was in "
                                                           "progress and did not finish; nothing ran here."))
@@ -606,7 +696,20 @@ class Dispatcher:
                 return
             p.key = LedgerKey.for_idempotency_key(conversation_id, tool.name, own)
             p.fingerprint = tool.name
-        # 3. authorization: only the policy's decision, and a verified approval, let a call run
+        # 3. a write that ran before (after a restart, or once this dispatcher forgot its answer) is answered by
+        # its ledger record: the policy decides only calls that have not run. Without a policy every call is
+        # allowed and the write's claim finds the same record, so nothing is looked up here.
+        if tool.effect == "write" and self.policy is not None:
+            try:
+                record = yield _Get(p.key)
+            except Exception as exc:  # noqa: BLE001 - a ledger of the application's may raise anything
+                self._ledger_failed(p, conversation_id, "read", exc)
+                return
+            if record is not None and (not record.fingerprint or record.fingerprint == p.fingerprint):
+                self._dispatch(p)
+                self._write_claimed(p, conversation_id, record, None)  # answers p: stored result or outcome_unknown
+                return
+        # 4. authorization: only the policy's decision, and a verified approval, let a call run
         decision = self._decide(call, tool, turn, conversation_id)
         if decision.verdict == "deny":
             _log.emit(_log.INFO, "dispatch.denied", provider=call.provider, conversation_id=conversation_id,
@@ -642,17 +745,29 @@ class Dispatcher:
             _log.emit(_log.ERROR, "dispatch.policy_error", provider=call.provider, conversation_id=conversation_id,
                       call_id=call.call_id, local_id=call.local_id, name=tool.name, error=type(exc).__name__)
             return Decision.deny("the authorization policy failed")
+        # read again, strictly: only the three words (exact str), True or False decide; anything else denies
         if isinstance(verdict, Decision):
-            return verdict
-        if verdict is True or verdict == "allow":
+            try:
+                word, reason = verdict.verdict, verdict.reason
+            except Exception:  # noqa: BLE001 - a subclass whose fields cannot be read
+                word, reason = None, None
+            if valid_verdict(word, reason):
+                return Decision(word, reason)
+            what = f"a Decision with verdict of type {type(word).__name__} and reason of type " \
+                   f"{type(reason).__name__}"
+        elif verdict is True:
             return Decision.allow()
-        if verdict == "needs_approval":
-            return Decision.needs_approval()
-        if verdict is False or verdict == "deny":
+        elif verdict is False:
             return Decision.deny()
+        elif valid_verdict(verdict, ""):
+            return Decision(verdict)
+        else:
+            what = f"a {type(verdict).__name__}"
+            if inspect.iscoroutine(verdict):  # an async policy: its coroutine is never awaited, so close it
+                what = "a coroutine (the policy must be a plain function)"
+                verdict.close()
         _log.emit(_log.ERROR, "dispatch.policy_error", provider=call.provider, conversation_id=conversation_id,
-                  call_id=call.call_id, local_id=call.local_id, name=tool.name,
-                  error=f"unknown verdict {_short(verdict, 40)!r}")
+                  call_id=call.call_id, local_id=call.local_id, name=tool.name, error=f"no valid verdict: {what}")
         return Decision.deny("the authorization policy gave no valid verdict")
 
     def _tokens(self, approvals: Iterable[Any], conversation_id: str) -> list[Approval]:
@@ -829,6 +944,8 @@ class Dispatcher:
             self._ledger_failed(p, conversation_id, "claim", failure)
             return False
         if existing is None:
+            if p.flight is not None:  # from here on the handler may run: a waiter asks the ledger if this is cut
+                p.flight.claimed, p.flight.fingerprint = p.key, p.fingerprint
             return True
         if existing.fingerprint and existing.fingerprint != p.fingerprint:
             _log.emit(_log.ERROR, "dispatch.ledger_conflict", provider=call.provider,
@@ -858,9 +975,13 @@ class Dispatcher:
         _log.emit(_log.ERROR, "dispatch.ledger_error", provider=call.provider, conversation_id=conversation_id,
                   call_id=call.call_id, local_id=call.local_id, name=tool.name, op=op,
                   error=f"{type(exc).__name__}: {_short(exc, 200)}")
-        text = (f"Not run: {tool.name} changes state and its idempotency ledger is unavailable, so it was not "
-                "run.") if op == "claim" else (f"Not run: the approval of {tool.name} could not be recorded "
-                                                   "because the ledger is unavailable.")
+        if op == "claim":
+            text = f"Not run: {tool.name} changes state and its idempotency ledger is unavailable, so it was not run."
+        elif op == "read":
+            text = (f"Not run now: {tool.name} changes state and its idempotency ledger is unavailable, so whether "
+                    "it ran before cannot be checked; it was not run again.")
+        else:
+            text = f"Not run: the approval of {tool.name} could not be recorded because the ledger is unavailable."
         if p.rec is not None and p.rec.state is CallState.DISPATCHED:
             self._answer(p, self._result(call, K.NOT_RUN, text))
         else:
@@ -1109,8 +1230,8 @@ class Dispatcher:
                 await asyncio.sleep(step)
 
     def _aledger(self, op: str, *args: Any) -> Awaitable[Any]:
-        """The ledger's ``op`` (``"claim"`` or ``"complete"``) for ``arun``: its async twin (``aclaim``,
-        ``acomplete``: the optional ``AsyncLedger`` part of the protocol) when it has one, else the sync method
+        """The ledger's ``op`` (``"claim"``, ``"complete"`` or ``"get"``) for ``arun``: its async twin (``aclaim``,
+        ``acomplete``, ``aget``: the optional ``AsyncLedger`` part of the protocol) when it has one, else the sync method
         in a worker thread, so the event loop never waits on the ledger."""
         twin = getattr(self.ledger, "a" + op, None)
         if callable(twin):

@@ -16,6 +16,7 @@ __all__ = [
     "HandlerSignatureError",
     "DuplicateToolError",
     "ApprovalError",
+    "ChoiceError",
     "LedgerError",
 ]
 
@@ -64,6 +65,21 @@ class ApprovalError(ToolwireError, ValueError):
         super().__init__(message)
         self.message = message
         self.reason = reason
+
+
+class ChoiceError(UsageError):
+    """``Dispatcher.run`` / ``arun`` was asked for a choice of a response (a turn identity) of which another choice
+    was already dispatched: only one choice of a response is ever dispatched, so nothing of this one ran.
+
+    Attributes: ``choice`` (the one asked for) and ``dispatched`` (the one that was dispatched, or None when its
+    record cannot be read).
+    """
+
+    def __init__(self, message: str, *, choice: int, dispatched: int | None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.choice = choice
+        self.dispatched = dispatched
 
 
 class LedgerError(ToolwireError):

@@ -10,7 +10,7 @@ Protocol (small on purpose, so Redis and PostgreSQL ledgers can follow):
 
 Optional async twins (``AsyncLedger``): ``async aclaim(key, fingerprint="")``, ``async acomplete(key, result)`` and
 ``async aget(key)``, with the same answers and errors. ``Dispatcher.arun`` awaits ``aclaim``/``acomplete`` when the
-ledger has them (``SQLiteLedger`` and ``PostgresLedger`` do) and otherwise runs ``claim``/``complete`` in a worker
+ledger has them (``MemoryLedger``, ``SQLiteLedger`` and ``PostgresLedger`` do) and otherwise runs ``claim``/``complete`` in a worker
 thread (``asyncio.to_thread``), so a ledger that has only the sync methods never blocks the event loop either. A
 claim whose caller is cancelled must never commit, or must remove its row: the caller will not run the handler, and
 a ``started`` row nobody completes answers ``outcome_unknown`` for good.
@@ -30,6 +30,9 @@ Keys: ``LedgerKey(conversation_id, call_key)``. The dispatcher uses three kinds 
 * a tool's own key (``Tool(..., idempotency_key=fn)``): ``"key:" + tool name + ":" + fn(args)``, so the same
   action re-planned under a new call id finds the first one's record.
 * a consumed approval: ``"approval:" + the approval's signature`` (it is never completed).
+* the dispatched choice of a response with several choices: ``"choice:" + turn`` with the fingerprint
+  ``"choice:" + the choice's index`` (claimed before anything of the turn runs, never completed: the first
+  choice claimed is the only one that ever runs).
 """
 
 from __future__ import annotations
@@ -79,6 +82,11 @@ class LedgerKey(msgspec.Struct, frozen=True):
         """The key that marks an approval as used."""
         return cls(conversation_id, "approval:" + signature)
 
+    @classmethod
+    def for_choice(cls, conversation_id: str, turn: str) -> "LedgerKey":
+        """The key that records which choice of a response (turn identity ``turn``) was dispatched."""
+        return cls(conversation_id, "choice:" + turn)
+
 
 class LedgerRecord(msgspec.Struct, kw_only=True):
     """What the ledger knows about one key."""
@@ -119,7 +127,8 @@ class MemoryLedger:
     """An in-process ledger (a dict under a lock): exactly-once within one process and one dispatcher's life.
 
     The dispatcher's default when no ledger is given. Use ``SQLiteLedger`` (or a shared store) across processes
-    or restarts.
+    or restarts. Its async twins (``aclaim``, ``acomplete``, ``aget``) never suspend, so ``arun`` never hands it to
+    a worker thread and a cancelled ``arun`` never leaves a claim behind.
     """
 
     def __init__(self) -> None:
@@ -148,6 +157,21 @@ class MemoryLedger:
         with self._lock:
             rec = self._records.get(key)
             return None if rec is None else msgspec.structs.replace(rec)
+
+    # The async twins do the work at once, on the caller's thread, without ever suspending: a task cancelled
+    # around ``aclaim`` either never claimed or got its claim back (a claim made on a worker thread for a caller
+    # cancelled meanwhile would stay ``started`` for a write whose handler never ran).
+    async def aclaim(self, key: LedgerKey, fingerprint: str = "") -> LedgerRecord | None:
+        """``claim``, without suspending (the dict is in memory): a cancelled caller never strands a claim."""
+        return self.claim(key, fingerprint)
+
+    async def acomplete(self, key: LedgerKey, result: ToolResult) -> None:
+        """``complete``, without suspending."""
+        self.complete(key, result)
+
+    async def aget(self, key: LedgerKey) -> LedgerRecord | None:
+        """``get``, without suspending."""
+        return self.get(key)
 
 
 _SCHEMA = """
