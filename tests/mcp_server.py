@@ -228,6 +228,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--state", type=Path)
     parser.add_argument("--token")
     parser.add_argument("--outcome-tools", action="store_true")
+    parser.add_argument("--api-key")  # taken and ignored: a label test starts the server with credentials
+    parser.add_argument("--endpoint")
     args = parser.parse_args(argv)
     test = TestServer(args.page_size, args.endless_pages, args.state, args.outcome_tools)
     if args.http is None:

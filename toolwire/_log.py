@@ -18,6 +18,7 @@ prefix of one left at the end of a cut excerpt) and of text shaped like a provid
 
 from __future__ import annotations
 
+import base64
 import logging
 import re
 import threading
@@ -52,23 +53,35 @@ _fallback = structlog.wrap_logger(
 
 
 REDACTED = "[redacted]"
-#: provider key shapes (OpenAI ``sk-…``, Anthropic ``sk-ant-…``, Google ``AIza…``, AWS ``AKIA…``) and bearer tokens
+#: provider key shapes (OpenAI ``sk-…``, Anthropic ``sk-ant-…``, Google ``AIza…``, AWS ``AKIA…``), bearer tokens
+#: and a Basic ``Authorization`` header's value (``Authorization: Basic <base64>``, quoted or not)
 _KEY_SHAPES = re.compile(
-    r"sk-[A-Za-z0-9_\-]{8,}|AIza[0-9A-Za-z_\-]{20,}|AKIA[0-9A-Z]{12,}|(?i:bearer)\s+[A-Za-z0-9._~+/=\-]{8,}")
+    r"sk-[A-Za-z0-9_\-]{8,}|AIza[0-9A-Za-z_\-]{20,}|AKIA[0-9A-Z]{12,}|(?i:bearer)\s+[A-Za-z0-9._~+/=\-]{8,}"
+    r"|(?i:authorization)[\"']?\s*[:=]\s*[\"']?(?i:basic)\s+[A-Za-z0-9+/]{8,}={0,2}")
 _MIN_SECRET = 8  # shorter strings are not treated as secrets (they would redact ordinary words)
 _MIN_TAIL = 4  # a cut excerpt ending in at least this much of a secret is redacted too
 _secrets: tuple[str, ...] = ()
 _secrets_lock = threading.Lock()
 
 
+def _encoded(value: str) -> tuple[str, ...]:
+    """``value`` and the base64 forms a server may echo it in (standard and URL-safe alphabets, without the
+    padding, which depends on what follows); its URL and JSON escapes are undone by ``scrub`` instead."""
+    raw = value.encode("utf-8")
+    return (value, *{base64.b64encode(raw).decode("ascii").rstrip("="),
+                     base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")})
+
+
 def add_secret(value: str | None) -> None:
-    """Never log ``value`` (an API key): the transports register theirs when they are created."""
+    """Never log ``value`` (an API key, a password), nor its base64: the transports register theirs when they
+    are created."""
     global _secrets
     if not isinstance(value, str) or len(value) < _MIN_SECRET:
         return
     with _secrets_lock:
-        if value not in _secrets:
-            _secrets = tuple(sorted((*_secrets, value), key=len, reverse=True))
+        new = [v for v in _encoded(value) if v not in _secrets]
+        if new:
+            _secrets = tuple(sorted((*_secrets, *new), key=len, reverse=True))
 
 
 def has_secrets(*texts: object) -> bool:
@@ -100,7 +113,8 @@ def _scrub_plain(text: str) -> str:
             if text.endswith(secret[:n]):
                 text = text[:-n] + REDACTED
                 break
-    if "sk-" in text or "AIza" in text or "AKIA" in text or "earer" in text or "EARER" in text:
+    if "sk-" in text or "AIza" in text or "AKIA" in text or "earer" in text or "EARER" in text \
+            or "uthoriz" in text or "UTHORIZ" in text:
         text = _KEY_SHAPES.sub(REDACTED, text)
     return text
 

@@ -9,6 +9,7 @@ requests). Field names stay in ``codecs/``.
 
 from __future__ import annotations
 
+import base64
 import copy
 import os
 import re
@@ -253,10 +254,12 @@ MAX_BASE_URL = 2048
 _LIKE = "like 'http://127.0.0.1:8080' or 'https://host/prefix'"
 
 
-def checked_base_url(url: Any, source: str) -> str:
+def checked_base_url(url: Any, source: str, *, key_in_authorization: str | None = None) -> str:
     """``url`` when it is an absolute http(s) URL with a host (a path prefix allowed); else a ``UsageError``
     naming ``source`` (``base_url`` or the environment variable it came from). Nothing of the URL is repeated in
-    the message: it may carry credentials."""
+    the message: it may carry credentials. ``key_in_authorization`` (a dialect's name) refuses user info
+    (``user:password@``): that dialect's key or signature is the ``Authorization`` header, which Basic
+    credentials would replace."""
     if not isinstance(url, str):
         raise UsageError(f"{source} must be a string (an http:// or https:// URL), got {type(url).__name__}")
     if not url:
@@ -280,6 +283,11 @@ def checked_base_url(url: Any, source: str) -> str:
         host.encode("idna")
     except UnicodeError:
         raise UsageError(f"{source} has a host that is no valid DNS name or IP address") from None
+    if key_in_authorization is not None and "@" in parts.netloc:
+        raise UsageError(f"{source} must not carry user info (user:password@): {key_in_authorization} sends its "
+                         "key (or signature) in the Authorization header, which Basic credentials would replace. Give the URL "
+                         "without them; a proxy that needs credentials takes them from HTTPS_PROXY or HTTP_PROXY "
+                         "(http://user:password@proxy:port)")
     if parts.query or parts.fragment or url.endswith(("?", "#")):
         raise UsageError(f"{source} must not carry a query or a fragment: the request's path is added after it")
     try:
@@ -289,6 +297,26 @@ def checked_base_url(url: Any, source: str) -> str:
     except Exception:  # noqa: BLE001 - whatever the HTTP client refuses: its message may quote the URL
         raise UsageError(f"{source} is not a URL the HTTP client can use ({_LIKE})") from None
     return url
+
+
+def without_user_info(url: str) -> tuple[str, str | None]:
+    """``url`` without the ``user:password@`` of its authority, and the ``Authorization`` header value those
+    credentials make (``Basic`` base64 of ``user:password``, percent-escapes undone), or None without them.
+
+    The URL handed to the HTTP client never carries them (httpx prints its requests' URLs in its own log). The
+    password, ``user:password`` and the header's base64 are registered with the log scrubber."""
+    parts = urllib.parse.urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    userinfo, _, host = parts.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    plain = f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password)}"
+    token = base64.b64encode(plain.encode("utf-8")).decode("ascii")
+    from .. import _log
+
+    for secret in (password, urllib.parse.unquote(password), userinfo, plain, token):
+        _log.add_secret(secret)
+    return urllib.parse.urlunsplit(parts._replace(netloc=host)), f"Basic {token}"
 
 
 class HTTP:
@@ -375,17 +403,20 @@ class HTTP:
         from . import dialect_for
 
         from_env = os.environ.get(self.base_url_env, "").strip()
+        refuse = self.dialect if "authorization" in self.secret_headers else None
         if base_url is not None:
-            base = checked_base_url(base_url, "base_url")
+            base = checked_base_url(base_url, "base_url", key_in_authorization=refuse)
         elif from_env:
-            base = checked_base_url(from_env, self.base_url_env)
+            base = checked_base_url(from_env, self.base_url_env, key_in_authorization=refuse)
         else:
             base = self.default_base_url
-        base = base.rstrip("/")
+        base, basic = without_user_info(base.rstrip("/"))
         key = self.api_key(api_key)
         headers = {"content-type": "application/json", "user-agent": "toolwire"}
         if stream and dialect_for(self.dialect).codec.framing.name == "sse":
             headers["accept"] = "text/event-stream"
+        if basic is not None:
+            headers["authorization"] = basic
         if key is not None:
             headers.update(self.auth_headers(key))
         return Endpoint(method="POST", url=self.url(base, model=model, stream=stream), headers=headers,

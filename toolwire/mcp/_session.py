@@ -127,7 +127,7 @@ class Session:
                 try:
                     gen = await self._open()
                 except Exception as exc:  # noqa: BLE001 - whatever the transport raised, it is this try's failure
-                    cause = self.target.explain(exc)
+                    cause = _log.scrub(self.target.explain(exc))  # an error may quote a URL or a command
                     if self.open_reason is not None:
                         cause = f"{cause} ({self.open_reason})"
                     _log.emit(_log.WARNING, "mcp.connect_failed", server=self.server, attempt=attempt, error=cause)

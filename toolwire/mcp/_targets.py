@@ -1,8 +1,10 @@
 """Where an MCP server is: a command to start (stdio) or a URL (streamable HTTP), and the SDK client for it.
 
-``label`` names the server in logs and errors: the command line, or the URL without user info, query or
-fragment. Secrets never reach either: header values (and the token of a ``Bearer`` header) and the values of
-environment variables whose names look secret are registered with the log scrubber, and ``label`` is scrubbed.
+``label`` names the server in logs and errors: the command line with the values of options whose names say they
+are secrets (``--api-key X``, ``--token=X``) redacted, or the URL without user info, query or fragment and with
+path segments that look like tokens redacted (a URL among a command's arguments likewise). Secrets never reach
+either: those values, header values (and the token of a ``Bearer`` header) and the values of environment
+variables whose names look secret are registered with the log scrubber, and ``label`` is scrubbed.
 """
 
 from __future__ import annotations
@@ -30,6 +32,62 @@ _PROTOCOLS = ("auto", "legacy")
 #: what HTTP/1.1 sends (RFC 9110 token; visible ASCII with inner spaces and tabs)
 _HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _HEADER_VALUE = re.compile(r"(?:[\x21-\x7e](?:[\t\x20-\x7e]*[\x21-\x7e])?)?")
+
+
+#: a path segment that looks like a token (webhook URLs carry their secret there): long, letters and digits
+_PATH_TOKEN = re.compile(r"(?=[^/]*[0-9])(?=[^/]*[A-Za-z])[A-Za-z0-9_\-.~%+=]{16,}")
+#: an option naming a secret, with its value: ``--api-key=X``, ``TOKEN=X`` (as ``env`` takes it)
+_OPTION_VALUE = re.compile(r"(-{0,2}[A-Za-z][A-Za-z0-9_.\-]*)=(.*)", re.DOTALL)
+_REDACTED = "[redacted]"
+
+
+def url_label(url: str) -> str:
+    """``url`` as a label: no user info, query or fragment, path segments that look like tokens redacted; its
+    password, secret query values and path tokens are registered with the log scrubber."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - a port that is not a number raises here
+    except ValueError:
+        return _REDACTED
+    if parts.password:
+        _log.add_secret(parts.password)
+        _log.add_secret(unquote(parts.password))
+    for name, value in parse_qsl(parts.query):
+        if _SECRET_NAME.search(name) or _PATH_TOKEN.fullmatch(value):
+            _log.add_secret(value)
+    for token in _PATH_TOKEN.findall(parts.path):
+        _log.add_secret(token)
+        _log.add_secret(unquote(token))
+    path = "/".join(_REDACTED if _PATH_TOKEN.fullmatch(seg) else seg for seg in parts.path.split("/"))
+    host = parts.netloc.rpartition("@")[2]
+    return _log.scrub(urlunsplit((parts.scheme, host, path, "", "")))
+
+
+def command_label(words: Sequence[str]) -> str:
+    """A command line as a label: the values of options whose names say they are secrets (``--api-key X``,
+    ``--token=X``, ``API_KEY=X``) redacted, URLs shown as ``url_label`` does; those values are registered with
+    the log scrubber."""
+    out: list[str] = []
+    secret_next = False
+    for word in words:
+        if secret_next and not word.startswith("-"):
+            _log.add_secret(word)
+            out.append(_REDACTED)
+            secret_next = False
+            continue
+        secret_next = False
+        option = _OPTION_VALUE.fullmatch(word)
+        if option and _SECRET_NAME.search(option.group(1)):
+            _log.add_secret(option.group(2))
+            out.append(f"{option.group(1)}={_REDACTED}")
+        elif option and "://" in option.group(2):
+            out.append(f"{option.group(1)}={url_label(option.group(2))}")
+        elif "://" in word:
+            out.append(url_label(word))
+        else:
+            out.append(word)
+            secret_next = word.startswith("-") and _SECRET_NAME.search(word) is not None
+    return _log.scrub(shlex.join(out))
 
 
 def check_protocol(protocol: str) -> str:
@@ -84,7 +142,7 @@ class StdioTarget(Target):
         for key, value in (self.env or {}).items():
             if _SECRET_NAME.search(key):
                 _log.add_secret(value)
-        self.label = _log.scrub(shlex.join([command, *self.args]))
+        self.label = command_label([command, *self.args])
 
     def _errlog(self) -> Any:
         """Where the server's stderr goes: the given stream or descriptor, else ours when it has a descriptor
@@ -139,17 +197,11 @@ class HttpTarget(Target):
             scheme, _, token = value.partition(" ")
             if token and scheme.isalpha():
                 _log.add_secret(token.strip())
-        if parts.password:
-            _log.add_secret(parts.password)
-            _log.add_secret(unquote(parts.password))
-        for name, value in parse_qsl(parts.query):
-            if _SECRET_NAME.search(name):
-                _log.add_secret(value)
+        self.label = url_label(url)  # registers the password, secret query values and path tokens
         host = parts.netloc.rpartition("@")[2]
         #: user info in the URL is sent as basic auth by the HTTP client, never handed to the SDK (which logs URLs)
         self.auth = (unquote(parts.username or ""), unquote(parts.password or "")) if "@" in parts.netloc else None
         self.url = urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
-        self.label = _log.scrub(urlunsplit((parts.scheme, host, parts.path, "", "")))
         self.last_status = None
         _scrub_http_logs()
 

@@ -29,7 +29,7 @@ from ..registry.tool import DEFAULT_TIMEOUT, Tool
 from ._listing import ListedTool, SkippedTool, build_tools, check_effects
 from ._sent import SentCalls
 from ._session import LoopThread, Session, describe
-from ._targets import HttpTarget, StdioTarget, Target, check_protocol
+from ._targets import HttpTarget, StdioTarget, Target, check_protocol, command_label
 
 __all__ = ["MCPServer"]
 
@@ -137,11 +137,12 @@ class MCPServer:
         if text.startswith(("http://", "https://")):
             return cls.http(text, headers=headers, **options)
         if headers:
-            raise UsageError(f"headers are for MCP servers reached over HTTP, not for the command {text!r}")
+            raise UsageError("headers are for MCP servers reached over HTTP, not for the command "
+                             f"{command_label(text.split())}")
         try:
             words = shlex.split(text)
         except ValueError as exc:
-            raise UsageError(f"cannot split the MCP server command {text!r}: {exc}") from None
+            raise UsageError(f"cannot split the MCP server command {command_label(text.split())}: {exc}") from None
         return cls.stdio(words[0], words[1:], **options)
 
     # ---- state -----------------------------------------------------------------------------------------------

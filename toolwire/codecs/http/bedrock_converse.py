@@ -150,7 +150,7 @@ def _endpoint_from_env() -> str | None:
     for name in _ENDPOINT_ENV:
         value = os.environ.get(name, "").strip()
         if value:
-            return checked_base_url(value, name)
+            return checked_base_url(value, name, key_in_authorization="bedrock-converse")
     return None
 
 
@@ -198,7 +198,7 @@ class BedrockConverseHTTP(HTTP):
     def endpoint(self, *, model: str, stream: bool = True, base_url: str | None = None,
                  api_key: str | None = None) -> Endpoint:
         where = region()
-        base = checked_base_url(base_url, "base_url") if base_url is not None else _endpoint_from_env()
+        base = checked_base_url(base_url, "base_url", key_in_authorization="bedrock-converse") if base_url is not None else _endpoint_from_env()
         if not base:
             if where is None:
                 raise UsageError("no AWS region for bedrock-converse: set AWS_REGION (or AWS_DEFAULT_REGION, or a "
