@@ -16,6 +16,8 @@ from functools import lru_cache
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from structlog.testing import capture_logs
 
 from toolwire.harness import AsyncToolLoop, FallbackReason, LoopResult, RetryPolicy, ToolLoop, fallback_message
@@ -253,3 +255,33 @@ def test_toolwire_chat_falls_back_on_a_gzip_bomb(sim, tmp_path):
     doc = json.loads(out.stdout)
     assert doc["fallback"] is True and doc["answer"] == fallback_message(FallbackReason.PROVIDER_FAILED, "en")
     assert "decoding_error" in out.stderr and "Traceback" not in out.stderr and "MemoryError" not in out.stderr
+
+
+_CODINGS = {"gzip": gzip.compress, "deflate": zlib.compress,
+            "raw-deflate": lambda d: zlib.compress(d, wbits=-15), "identity": bytes}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.binary(max_size=300_000) | st.builds(lambda n: b"\n" * n, st.integers(0, 400_000)),
+       st.sampled_from(sorted(_CODINGS)), st.lists(st.integers(1, 70_000), min_size=1, max_size=40),
+       st.integers(1, 500_000))
+def test_any_chunking_decodes_to_the_same_bytes_in_bounded_steps(data, coding, cuts, limit):
+    """Whatever the network's chunks, the decoded bytes are the body's, no piece is over STEP, and a body over
+    the cap raises BodyTooLarge having handed out no more than the cap."""
+    from toolwire.harness._decode import STEP, BodyTooLarge, Decoder
+
+    wire = _CODINGS[coding](data)
+    decoder = Decoder("deflate" if coding == "raw-deflate" else coding, limit)
+    out, pos, i = bytearray(), 0, 0
+    try:
+        while pos < len(wire):
+            step = cuts[i % len(cuts)]
+            for piece in decoder.feed(wire[pos:pos + step]):
+                assert 0 < len(piece) <= STEP
+                out += piece
+            pos, i = pos + step, i + 1
+        decoder.close()
+    except BodyTooLarge:
+        assert len(data) > limit and len(out) <= limit and data.startswith(bytes(out))
+        return
+    assert len(data) <= limit and bytes(out) == data

@@ -54,13 +54,12 @@ class Decoder:
         self.truncate = truncate
         self.size = 0
         self.full = False
-        self._z = self._new()
+        self._z = zlib.decompressobj(zlib.MAX_WBITS if self.coding == "deflate" else zlib.MAX_WBITS | 16)
         self._first = True  # deflate: the first bytes decide between zlib-wrapped and raw
 
-    def _new(self) -> zlib._Decompress | None:
-        if self.coding is None:
-            return None
-        return zlib.decompressobj(zlib.MAX_WBITS | 16 if self.coding != "deflate" else zlib.MAX_WBITS)
+    @staticmethod
+    def _gzip() -> zlib._Decompress:
+        return zlib.decompressobj(zlib.MAX_WBITS | 16)
 
     def _count(self, piece: bytes) -> bytes:
         room = self.limit - self.size
@@ -76,7 +75,7 @@ class Decoder:
     def feed(self, raw: bytes) -> Iterator[bytes]:
         if self.full:
             return
-        if self._z is None:
+        if self.coding is None:
             for i in range(0, len(raw), STEP):
                 yield self._count(raw[i:i + STEP])
                 if self.full:
@@ -84,13 +83,14 @@ class Decoder:
             return
         data = raw
         while data and not self.full:
-            if self._z.eof:
+            z = self._z
+            if z.eof:
                 # a gzip body may hold several members (RFC 1952); anything after a deflate stream is damage
-                if self.coding == "deflate":
+                if self.coding in ("deflate", "raw-deflate"):
                     raise BodyDecodeError("bytes after the end of the deflate stream")
-                self._z = self._new()
+                z = self._z = self._gzip()
             try:
-                out = self._z.decompress(data, STEP)  # type: ignore[union-attr]
+                out = z.decompress(data, STEP)
             except zlib.error as exc:
                 if self.coding == "deflate" and self._first:  # a raw deflate stream, as some servers send
                     self.coding, self._first = "raw-deflate", False
@@ -98,13 +98,13 @@ class Decoder:
                     continue
                 raise BodyDecodeError(f"the body does not decode as {self.coding}: {exc}") from None
             self._first = False
-            data = self._z.unconsumed_tail or self._z.unused_data  # type: ignore[union-attr]
+            data = z.unconsumed_tail or z.unused_data
             if out:
                 yield self._count(out)
-            elif not self._z.eof and not self._z.unconsumed_tail:  # type: ignore[union-attr]
+            elif not z.eof and not z.unconsumed_tail:
                 break  # the input is used up and more is needed
 
     def close(self) -> None:
         """Raise ``BodyDecodeError`` when a compressed body stopped before its end."""
-        if self._z is not None and not self.full and not self._z.eof and not self._first:
+        if self.coding is not None and not self.full and not self._z.eof and not self._first:
             raise BodyDecodeError(f"the {self.coding} body ends before its end")
