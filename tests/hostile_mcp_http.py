@@ -15,7 +15,9 @@ counting), ``bump_then_internal_error`` (a write that counts, then answers JSON-
 ``status`` with a JSON-RPC error of ``code``), ``bump_then_202`` / ``bump_then_html`` (count, then answer 202
 Accepted with no body / 200 with an HTML body), ``restart`` (forgets the session, as a restarted server does:
 requests that carry its id are answered 404 until the next ``initialize``), ``fail_next_lists`` (the next
-``count`` ``tools/list`` requests are answered HTTP ``status``).
+``count`` ``tools/list`` requests are answered HTTP ``status``); ``gzip_sse`` / ``gzip_json`` (an SSE / JSON
+answer sent with ``Content-Encoding: gzip``, though the client asked for ``identity``: ``mib`` MiB of gzip that
+expand to about a thousand times as much).
 
 Options: ``--port``, ``--status CODE`` (answer every POST with CODE), ``--redirect-all URL`` (answer every POST
 with a 307 to URL), ``--record FILE`` (append each request's method, path and headers, one JSON line each).
@@ -46,7 +48,17 @@ TOOLS = [_tool("echo", text="string"), _tool("bump", read=False), _tool("count")
          _tool("bump_then_internal_error", read=False, delay="number"), _tool("refuse_write", read=False),
          _tool("bump_then_status_error", read=False, status="integer", code="integer"),
          _tool("bump_then_202", read=False), _tool("bump_then_html", read=False), _tool("restart"),
-         _tool("fail_next_lists", count="integer", status="integer")]
+         _tool("fail_next_lists", count="integer", status="integer"), _tool("gzip_sse", mib="integer"),
+         _tool("gzip_json", mib="integer")]
+
+
+def _bomb(mib: int) -> bytes:
+    """About ``mib`` MiB of gzip: blank lines, about a thousand times as many bytes once decompressed."""
+    import zlib
+
+    c = zlib.compressobj(9, zlib.DEFLATED, 31)
+    piece = b"\n" * (1 << 20)
+    return b"".join(c.compress(piece) for _ in range(mib * 1030)) + c.flush()
 
 
 class State:
@@ -171,6 +183,19 @@ class Handler(BaseHTTPRequestHandler):
                                "result": text("x" * int(args.get("bytes", 2 << 20)))})
             self.sse_head()
             self.wfile.write(b"event: message\ndata: " + data.encode() + b"\n\n")
+        elif name in ("gzip_sse", "gzip_json"):
+            data = _bomb(int(args.get("mib", 1)))
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream" if name == "gzip_sse" else "application/json")
+            self.send_header("Content-Encoding", "gzip")
+            self.send_header("Content-Length", str(len(data)))
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.close_connection = True
+            try:
+                self.wfile.write(data)
+            except OSError:
+                return  # the client stopped reading
         elif name == "hang_sse":
             self.sse_head()
             self.wfile.flush()

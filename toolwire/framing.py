@@ -192,6 +192,9 @@ class SSEDecoder:
         limit = self._max
         if complete:
             texts.pop()
+        if len(texts) > 1 and not all(texts):
+            # empty texts (runs of blank lines) dispatch nothing: dropped by one C-level pass, not one by one
+            texts = list(filter(None, texts))
         sid = self._id
         bare = self._bare
         for msg in texts:

@@ -374,3 +374,15 @@ def _body(name: str, args: dict | None = None) -> bytes:
 def result_text(result: toolwire.ToolResult) -> str:
     parts = getattr(result, "parts", None) or []
     return "".join(p.text for p in parts if isinstance(p, TextPart)) or str(result.content)
+
+
+@pytest.mark.parametrize("tool", ["gzip_sse", "gzip_json"])
+def test_a_gzip_answer_is_never_decompressed(http, tool):
+    """A server answers a call with 1 MiB of gzip (about 1 GiB once decompressed) though the client asked for
+    ``identity``: the answer is refused unread, that read is handler_failed, and the session answers the next
+    call within its timeout (decompressing it would keep the session's loop busy far longer)."""
+    with MCPServer.http(http.url, reconnect_attempts=1) as server:
+        registry = Registry(server.tools(timeout=LONG, trust_read_only=True))
+        assert call(registry, tool, {"mib": 1}).kind is ResultKind.HANDLER_FAILED
+        registry = Registry(server.tools(timeout=20.0, trust_read_only=True))
+        assert registry["echo"].invoke({"text": "after"}).parts == [TextPart(text="after")]

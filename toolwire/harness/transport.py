@@ -9,8 +9,12 @@ Whatever the provider sends, ``request`` returns a Turn or raises ``ProviderErro
 
 * a status outside 2xx: classified by the dialect's rules (``parse_error``); an error body or a header those
   rules cannot read (nesting past the recursion limit, a ``Retry-After`` that is neither seconds nor a date)
-  is left out of the classification instead, so the status still decides. At most ``ERROR_BODY_LIMIT`` bytes
-  of an error body are read.
+  is left out of the classification instead, so the status still decides. At most ``ERROR_BODY_LIMIT`` decoded
+  bytes of an error body are read.
+* the body is read raw and decoded by ``_decode`` (``gzip`` or ``deflate``, the only codings asked for), at most
+  64 KiB of output per step, so every cap counts decoded bytes and a compressed body cannot expand past it: a 2xx
+  body over ``max_body_bytes`` decoded bytes (64 MiB by default) is ``body_too_large``; stacked or unknown codings
+  and bytes that do not decode are ``decoding_error`` (both ``transient`` with ``retry_limit=1``, as below).
 * a 2xx body the parser cannot take (a message over ``max_message_bytes``, bytes after the JSON body, nesting
   past the recursion limit, a content encoding that does not decode): ``transient`` with ``retry_limit=1``.
   It is most likely the same on a retry, but a proxy or a one-off glitch can produce it; a second one fails.
@@ -34,16 +38,19 @@ import httpx
 from .. import _log
 from ..codecs import dialect_for
 from ..codecs.requests import ProviderErrorInfo, http_part, parse_error
-from ..errors import ProviderProtocolError, ToolwireError
+from ..errors import ProviderProtocolError, ToolwireError, UsageError
 from ..parser import StreamParser
 from ..types import Event, Turn
+from ._decode import ACCEPT_ENCODING, BodyDecodeError, BodyTooLarge, Decoder
 from .errors import CallbackError, ProviderError, callback
 
-__all__ = ["HTTPTransport", "AsyncHTTPTransport", "DEFAULT_TIMEOUT", "ERROR_BODY_LIMIT"]
+__all__ = ["HTTPTransport", "AsyncHTTPTransport", "DEFAULT_TIMEOUT", "ERROR_BODY_LIMIT", "DEFAULT_MAX_BODY_BYTES"]
 
 DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=10.0, read=60.0)
 #: bytes of an error response's body that are read (classification needs its start; the rest is dropped)
 ERROR_BODY_LIMIT = 1 << 20
+#: decoded bytes of a 2xx body (streamed or whole) that are read; past them the attempt fails (``body_too_large``)
+DEFAULT_MAX_BODY_BYTES = 64 << 20
 _HEAD = 500  # characters of a body kept for the logs
 _HEAD_READ = _HEAD + 512  # bytes kept before redaction, so that a key straddling the cut is still recognised
 _RETRY_HEADERS = frozenset({"retry-after", "retry-after-ms"})
@@ -73,7 +80,11 @@ _MAX_REQUEST_ID = 200
 
 class _Base:
     def __init__(self, provider: str, *, model: str, base_url: str | None = None, api_key: str | None = None,
-                 stream: bool = True, timeout: httpx.Timeout | float | None = None) -> None:
+                 stream: bool = True, timeout: httpx.Timeout | float | None = None,
+                 max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> None:
+        if isinstance(max_body_bytes, bool) or not isinstance(max_body_bytes, int) or max_body_bytes < 1:
+            raise UsageError("max_body_bytes must be an int >= 1")
+        self.max_body_bytes = max_body_bytes
         self.provider = provider
         self.model = model
         self.stream = stream
@@ -149,7 +160,9 @@ class _Base:
             kind = exc.code
         elif isinstance(exc, RecursionError):
             kind = "nesting_too_deep"
-        elif isinstance(exc, httpx.DecodingError):
+        elif isinstance(exc, BodyTooLarge):
+            kind = "body_too_large"
+        elif isinstance(exc, (httpx.DecodingError, BodyDecodeError)):
             kind = "decoding_error"
         else:
             kind = "unreadable_body"
@@ -207,8 +220,9 @@ class HTTPTransport(_Base):
 
     def __init__(self, provider: str, *, model: str, base_url: str | None = None, api_key: str | None = None,
                  stream: bool = True, timeout: httpx.Timeout | float | None = None,
-                 client: httpx.Client | None = None) -> None:
-        super().__init__(provider, model=model, base_url=base_url, api_key=api_key, stream=stream, timeout=timeout)
+                 client: httpx.Client | None = None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> None:
+        super().__init__(provider, model=model, base_url=base_url, api_key=api_key, stream=stream, timeout=timeout,
+                         max_body_bytes=max_body_bytes)
         self._client = client or httpx.Client(timeout=self.timeout)
         self._own = client is None
 
@@ -232,16 +246,24 @@ class HTTPTransport(_Base):
                 if not 200 <= status < 300:
                     error_body = bytearray()
                     try:
-                        for chunk in resp.iter_bytes():
-                            error_body += chunk
-                            if len(error_body) >= ERROR_BODY_LIMIT:
+                        decoder = Decoder(resp.headers.get("content-encoding"), ERROR_BODY_LIMIT, truncate=True)
+                        for raw in resp.iter_raw():
+                            for piece in decoder.feed(raw):
+                                error_body += piece
+                            if decoder.full:
                                 break
-                    except httpx.HTTPError:
+                    except (httpx.HTTPError, BodyDecodeError):
                         pass  # an error body cut or not decodable: the status and what arrived decide
-                    raise self._http_error(status, resp.headers, bytes(error_body[:ERROR_BODY_LIMIT]))
+                    raise self._http_error(status, resp.headers, bytes(error_body))
                 request_id = self._request_id(resp.headers)
-                for chunk in resp.iter_bytes():
-                    _feed(self, parser, chunk, head, status, on_event)
+                try:
+                    decoder = Decoder(resp.headers.get("content-encoding"), self.max_body_bytes)
+                    for raw in resp.iter_raw():
+                        for piece in decoder.feed(raw):
+                            _feed(self, parser, piece, head, status, on_event)
+                    decoder.close()
+                except (BodyDecodeError, BodyTooLarge) as exc:
+                    raise self._unreadable(exc, status, bytes(head)) from None
         except httpx.DecodingError as exc:
             raise self._unreadable(exc, status, bytes(head)) from None
         except httpx.HTTPError as exc:
@@ -266,8 +288,9 @@ class AsyncHTTPTransport(_Base):
 
     def __init__(self, provider: str, *, model: str, base_url: str | None = None, api_key: str | None = None,
                  stream: bool = True, timeout: httpx.Timeout | float | None = None,
-                 client: httpx.AsyncClient | None = None) -> None:
-        super().__init__(provider, model=model, base_url=base_url, api_key=api_key, stream=stream, timeout=timeout)
+                 client: httpx.AsyncClient | None = None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> None:
+        super().__init__(provider, model=model, base_url=base_url, api_key=api_key, stream=stream, timeout=timeout,
+                         max_body_bytes=max_body_bytes)
         self._client = client or httpx.AsyncClient(timeout=self.timeout)
         self._own = client is None
 
@@ -290,16 +313,24 @@ class AsyncHTTPTransport(_Base):
                 if not 200 <= status < 300:
                     error_body = bytearray()
                     try:
-                        async for chunk in resp.aiter_bytes():
-                            error_body += chunk
-                            if len(error_body) >= ERROR_BODY_LIMIT:
+                        decoder = Decoder(resp.headers.get("content-encoding"), ERROR_BODY_LIMIT, truncate=True)
+                        async for raw in resp.aiter_raw():
+                            for piece in decoder.feed(raw):
+                                error_body += piece
+                            if decoder.full:
                                 break
-                    except httpx.HTTPError:
+                    except (httpx.HTTPError, BodyDecodeError):
                         pass  # an error body cut or not decodable: the status and what arrived decide
-                    raise self._http_error(status, resp.headers, bytes(error_body[:ERROR_BODY_LIMIT]))
+                    raise self._http_error(status, resp.headers, bytes(error_body))
                 request_id = self._request_id(resp.headers)
-                async for chunk in resp.aiter_bytes():
-                    _feed(self, parser, chunk, head, status, on_event)
+                try:
+                    decoder = Decoder(resp.headers.get("content-encoding"), self.max_body_bytes)
+                    async for raw in resp.aiter_raw():
+                        for piece in decoder.feed(raw):
+                            _feed(self, parser, piece, head, status, on_event)
+                    decoder.close()
+                except (BodyDecodeError, BodyTooLarge) as exc:
+                    raise self._unreadable(exc, status, bytes(head)) from None
         except httpx.DecodingError as exc:
             raise self._unreadable(exc, status, bytes(head)) from None
         except httpx.HTTPError as exc:

@@ -2,7 +2,7 @@
 hold: an answer that is not an event stream is read up to ``limit`` bytes (a ``StreamError`` past it, which the
 SDK turns into an error answer for its request; logged as ``mcp.message_too_large``), each event of a stream up to
 ``limit`` bytes (the SDK's ``max_sse_event_size``), and a body is never decompressed (``Accept-Encoding:
-identity``; a compressed answer is read as it is, so a small one cannot expand without bound).
+identity``; an answer sent compressed all the same, an event stream too, is refused unread: that request fails).
 """
 
 from __future__ import annotations
@@ -46,6 +46,25 @@ class Bounded(httpx2.AsyncByteStream):
         await self._inner.aclose()
 
 
+class Compressed(httpx2.StreamError):
+    """An answer sent with a content encoding, though ``identity`` was asked for."""
+
+
+class Refused(httpx2.AsyncByteStream):
+    """A compressed response body: raises ``Compressed`` before a byte of it is read."""
+
+    def __init__(self, inner: Any, label: str) -> None:
+        self._inner = inner
+        self._label = label
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        raise Compressed(f"the MCP server {self._label} sent a compressed answer; only identity is accepted")
+        yield b""  # pragma: no cover - makes this an async generator
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
 @asynccontextmanager
 async def http_transport(url: str, *, headers: Mapping[str, str], auth: tuple[str, str] | None, timeout: float,
                          limit: int, label: str, on_error_status: Callable[[int], None]) -> AsyncIterator[Any]:
@@ -55,10 +74,14 @@ async def http_transport(url: str, *, headers: Mapping[str, str], auth: tuple[st
     async def on_response(response: httpx2.Response) -> None:
         if response.status_code >= 400:
             on_error_status(response.status_code)
+        if response.headers.get("content-encoding", "identity").strip().lower() not in ("", "identity"):
+            # asked for identity, sent compressed all the same: refused unread, never expanded (an event stream
+            # too: inflating it would keep the session's loop busy for as long as it expands)
+            del response.headers["content-encoding"]
+            response.stream = Refused(response.stream, label)
+            return
         if response.headers.get("content-type", "").lower().startswith("text/event-stream"):
             return  # the SDK bounds each event
-        if response.headers.get("content-encoding", "identity").lower() != "identity":
-            del response.headers["content-encoding"]  # read as it is: never expanded
         response.stream = Bounded(response.stream, limit, label)
 
     client = httpx2.AsyncClient(headers={"Accept-Encoding": "identity", **headers},
