@@ -159,27 +159,65 @@ class ProviderErrorInfo(msgspec.Struct, kw_only=True):
 
 
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)s\s*$")
+#: RFC 9110 ``delay-seconds`` (``1*DIGIT``), and the decimal milliseconds of ``retry-after-ms``: ASCII only
+_SECONDS = re.compile(r"[0-9]+", re.ASCII)
+_MILLIS = re.compile(r"[0-9]{1,15}(?:\.[0-9]{1,15})?", re.ASCII)
+#: more digits than this are a wait no policy honours: read as this many seconds (over any ``max_hint``)
+_LONGEST = 10 ** 12
+_MONTHS = {m: i + 1 for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
+                                           "Nov", "Dec"))}
+_DAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
+_MON = r"(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+_TIME = r"(?P<h>[0-9]{2}):(?P<m>[0-9]{2}):(?P<s>[0-9]{2})"
+#: RFC 9110 HTTP-date: IMF-fixdate, then the obsolete rfc850-date and asctime-date a recipient must accept
+_HTTP_DATES = (
+    re.compile(rf"{_DAY}, (?P<d>[0-9]{{2}}) {_MON} (?P<y>[0-9]{{4}}) {_TIME} GMT", re.ASCII),
+    re.compile(r"(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), "
+               rf"(?P<d>[0-9]{{2}})-{_MON}-(?P<y>[0-9]{{2}}) {_TIME} GMT", re.ASCII),
+    re.compile(rf"{_DAY} {_MON} (?P<d>[ 0-9][0-9]) {_TIME} (?P<y>[0-9]{{4}})", re.ASCII),
+)
+
+
+def _http_date(text: str) -> float | None:
+    """Seconds from now until the RFC 9110 HTTP-date ``text`` (0 for one in the past), or None."""
+    import datetime
+
+    for form in _HTTP_DATES:
+        m = form.fullmatch(text)
+        if m is None:
+            continue
+        year = int(m["y"])
+        if len(m["y"]) == 2:  # rfc850: a year more than 50 years ahead is the last one past with those digits
+            now_year = datetime.datetime.now(datetime.timezone.utc).year
+            year += now_year - now_year % 100
+            if year > now_year + 50:
+                year -= 100
+        try:
+            when = datetime.datetime(year, _MONTHS[m["mon"]], int(m["d"]), int(m["h"]), int(m["m"]),
+                                     min(int(m["s"]), 59), tzinfo=datetime.timezone.utc)
+        except ValueError:  # the 31st of February, hour 25, year 0
+            return None
+        return max(0.0, when.timestamp() - time.time())
+    return None
 
 
 def _header_delay(headers: Mapping[str, str]) -> float | None:
+    """The wait a response asks for: ``retry-after-ms`` (ASCII decimal milliseconds), else ``Retry-After`` as RFC
+    9110 has it (``delay-seconds``, ASCII digits only, or an HTTP-date). Anything else (a sign, a fraction,
+    an exponent, ``1_0``, digits of another script, ``infinity``) is no delay: the retry policy's own backoff
+    applies."""
     low = {k.lower(): v for k, v in headers.items()}
     ms = low.get("retry-after-ms")
-    if ms:
-        try:
-            return max(0.0, float(ms) / 1000.0)
-        except ValueError:
-            pass
+    if isinstance(ms, str) and _MILLIS.fullmatch(ms.strip(" \t")):
+        return float(ms.strip(" \t")) / 1000.0
     ra = low.get("retry-after")
-    if ra:
-        try:
-            return max(0.0, float(ra))
-        except ValueError:
-            import email.utils
-
-            parsed = email.utils.parsedate_to_datetime(ra) if ra else None
-            if parsed is not None:
-                return max(0.0, parsed.timestamp() - time.time())
-    return None
+    if not isinstance(ra, str):
+        return None
+    ra = ra.strip(" \t")
+    if _SECONDS.fullmatch(ra):
+        digits = ra.lstrip("0") or "0"
+        return float(_LONGEST if len(digits) > 12 else int(digits))
+    return _http_date(ra)
 
 
 def _body_delay(body: Any) -> float | None:

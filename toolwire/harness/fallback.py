@@ -37,16 +37,31 @@ _MESSAGES: dict[str, dict[FallbackReason, str]] = {
     },
 }
 
+#: the message of any fallback that comes after a write of the same run may have taken effect: "try again" would
+#: invite the user to do it twice
+_AFTER_EFFECTS: dict[str, str] = {
+    "en": "I couldn't finish that, but part of it was already done. Please check what was done before trying "
+          "again.",
+    "pt-BR": "Não consegui terminar isso, mas uma parte já foi feita. Verifique o que foi feito antes de tentar "
+             "novamente.",
+    "es": "No pude terminar eso, pero una parte ya se hizo. Comprueba lo que se hizo antes de intentarlo de nuevo.",
+}
+
 LOCALES = tuple(_MESSAGES)
 
 
-def fallback_message(reason: FallbackReason, locale: str = "en") -> str:
+def fallback_message(reason: FallbackReason, locale: str = "en", *, after_effects: bool = False) -> str:
     """The message for ``reason`` in ``locale`` (en, pt-BR, es; a bare language such as "pt" or "es-MX"
-    falls back to its language). Raises ``UsageError`` for a locale with no messages."""
+    falls back to its language). ``after_effects``: a write of the run may have taken effect, and the message says
+    that part of the request was done instead of inviting a plain retry. Raises ``UsageError`` for a locale with
+    no messages."""
     table = _MESSAGES.get(locale)
     if table is None:
         lang = locale.split("-")[0].lower()
         table = next((t for loc, t in _MESSAGES.items() if loc.split("-")[0].lower() == lang), None)
     if table is None:
         raise UsageError(f"no fallback messages for locale {locale!r}; available: {', '.join(LOCALES)}")
-    return table[FallbackReason(reason)]
+    message = table[FallbackReason(reason)]
+    if after_effects:
+        return next(_AFTER_EFFECTS[loc] for loc, t in _MESSAGES.items() if t is table)
+    return message

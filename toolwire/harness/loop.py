@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Any, NamedTuple
@@ -63,6 +64,9 @@ from .transport import AsyncHTTPTransport, HTTPTransport
 __all__ = ["ToolLoop", "AsyncToolLoop", "LoopResult", "CallOutcome", "StepRecord"]
 
 _CORRECTABLE = frozenset({ResultKind.INVALID_ARGUMENTS, ResultKind.UNKNOWN_TOOL})
+#: the result kinds of a call whose handler never started
+_NOTHING_RAN = frozenset(k.value for k in (ResultKind.INVALID_ARGUMENTS, ResultKind.UNKNOWN_TOOL, ResultKind.DENIED,
+                                           ResultKind.APPROVAL_REQUIRED, ResultKind.NOT_RUN))
 
 
 #: what toolwire records for input it could not use: most likely the same on a retry, but a proxy or a one-off
@@ -338,19 +342,21 @@ class _Core:
         all the attempts (``toolwire.harness.tracing``)."""
         attempts = 0
         last: Turn | None = None  # the last attempt's turn, for the span
+        ends = time.monotonic() + self.retry.deadline  # every attempt of this request, read to its end, by then
 
         def attempt() -> Turn:
             nonlocal attempts, last
             attempts += 1
             last = None
             on_event = self.attempt_started(step, attempts, emit)
-            last = transport.request(body, on_event=on_event)
+            last = transport.request(body, on_event=on_event, time_limit=self.retry.attempt_limit(ends))
             return self.checked(last, step, attempts)
 
         span = tracing.start_request(self, transport, body)
         token = tracing.enter(span)
         try:
-            turn = self.retry.call(attempt, on_retry=self.retrying(step, emit, span), step=step, **self.log)
+            turn = self.retry.call(attempt, on_retry=self.retrying(step, emit, span), ends_at=ends, step=step,
+                                   **self.log)
         except BaseException as exc:
             tracing.end_request(span, last, exc)
             raise
@@ -364,19 +370,21 @@ class _Core:
         """The async twin of ``request``."""
         attempts = 0
         last: Turn | None = None
+        ends = time.monotonic() + self.retry.deadline
 
         async def attempt() -> Turn:
             nonlocal attempts, last
             attempts += 1
             last = None
             on_event = self.attempt_started(step, attempts, emit)
-            last = await transport.request(body, on_event=on_event)
+            last = await transport.request(body, on_event=on_event, time_limit=self.retry.attempt_limit(ends))
             return self.checked(last, step, attempts)
 
         span = tracing.start_request(self, transport, body)
         token = tracing.enter(span)
         try:
-            turn = await self.retry.acall(attempt, on_retry=self.retrying(step, emit, span), step=step, **self.log)
+            turn = await self.retry.acall(attempt, on_retry=self.retrying(step, emit, span), ends_at=ends,
+                                          step=step, **self.log)
         except BaseException as exc:
             tracing.end_request(span, last, exc)
             raise
@@ -421,7 +429,7 @@ class _Core:
         if reason is not None:
             result.fallback = True
             result.reason = reason
-            result.answer = fallback_message(reason, self.locale)
+            result.answer = fallback_message(reason, self.locale, after_effects=self.took_effect(result))
             _log.emit(_log.WARNING, "loop.fallback", reason=reason.value,
                       error_type=getattr(error, "type", type(error).__name__ if error else None),
                       status=getattr(error, "status", None), **self.log)
@@ -431,6 +439,16 @@ class _Core:
         result.history = list(self.history)
         result.previous_id = self.previous_id
         return result
+
+    def took_effect(self, result: LoopResult) -> bool:
+        """Whether a write of this run may have taken effect: its handler started (answered ``ok``,
+        ``outcome_unknown``, a tool error, a failure or a value that could not be sent), so the user must not be
+        told to simply try again."""
+        for call in result.calls:
+            tool = self.registry.get(call.name) if call.name is not None else None
+            if tool is not None and tool.effect == "write" and call.result_kind not in _NOTHING_RAN:
+                return True
+        return False
 
     def conversation(self, prompt: str, emit: Emit = _ignore) -> Steps[LoopResult]:
         """The conversation for one prompt, as a step generator: it yields ``_Request`` (answered with the

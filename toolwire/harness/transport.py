@@ -37,6 +37,7 @@ import httpx
 
 from .. import _log
 from ..codecs import dialect_for
+from . import _deadline
 from ..codecs.requests import ProviderErrorInfo, http_part, parse_error
 from ..errors import ProviderProtocolError, ToolwireError, UsageError
 from ..parser import StreamParser
@@ -182,6 +183,10 @@ class _Base:
         return ProviderError(f"{self.provider} request failed: {kind}", provider=self.provider, status=None,
                              type=kind, transient=True)
 
+    def _timed_out(self, seconds: float | None) -> ProviderError:
+        """The exchange ran past its wall-clock bound (``time_limit``): a ``timeout``."""
+        return self._network_error(_deadline.TimedOut(f"the exchange ran past its time limit of {seconds:.3g} s"))
+
 
 def _feed(transport: _Base, parser: StreamParser, chunk: bytes, head: bytearray, status: int,
           on_event: Callable[[Event], None] | None) -> None:
@@ -225,29 +230,36 @@ class HTTPTransport(_Base):
                          max_body_bytes=max_body_bytes)
         self._client = client or httpx.Client(timeout=self.timeout)
         self._own = client is None
+        _deadline.install(self._client)  # each socket operation then honours the time limit of a request
 
-    def request(self, body: dict[str, Any], *, on_event: Callable[[Event], Any] | None = None) -> Turn:
+    def request(self, body: dict[str, Any], *, on_event: Callable[[Event], Any] | None = None,
+                time_limit: float | None = None) -> Turn:
         """Send ``body``; return the Turn. ``on_event(event)`` gets each parser event as the response is read
-        (what it raises propagates unchanged, the response is closed, nothing is retried)."""
+        (what it raises propagates unchanged, the response is closed, nothing is retried). ``time_limit``: seconds
+        of wall clock for the whole exchange (connecting, interim responses, headers, body), held while reading;
+        past it a ``ProviderError`` of type ``timeout``. None: only the HTTP timeouts, which are per operation."""
         try:
-            return self._request(body, _listener(on_event))
+            with _deadline.limit(time_limit):
+                return self._request(body, _listener(on_event), time_limit)
         except CallbackError as exc:
             raise exc.error from None
 
-    def _request(self, body: dict[str, Any], on_event: Callable[[Event], None] | None) -> Turn:
+    def _request(self, body: dict[str, Any], on_event: Callable[[Event], None] | None,
+                 time_limit: float | None = None) -> Turn:
         ep = self._endpoint
         headers, data = self._prepare(body)
         parser = self._parser()
         head = bytearray()
         status = 0
         try:
-            with self._client.stream(ep.method, ep.url, headers=headers, content=data) as resp:
+            with self._client.stream(ep.method, ep.url, headers=headers, content=data,
+                                     timeout=_deadline.capped(self._client.timeout, time_limit)) as resp:
                 status = resp.status_code
                 if not 200 <= status < 300:
                     error_body = bytearray()
                     try:
                         decoder = Decoder(resp.headers.get("content-encoding"), ERROR_BODY_LIMIT, truncate=True)
-                        for raw in resp.iter_raw():
+                        for raw in _deadline.checked(resp.iter_raw()):
                             for piece in decoder.feed(raw):
                                 error_body += piece
                             if decoder.full:
@@ -258,7 +270,7 @@ class HTTPTransport(_Base):
                 request_id = self._request_id(resp.headers)
                 try:
                     decoder = Decoder(resp.headers.get("content-encoding"), self.max_body_bytes)
-                    for raw in resp.iter_raw():
+                    for raw in _deadline.checked(resp.iter_raw()):
                         for piece in decoder.feed(raw):
                             _feed(self, parser, piece, head, status, on_event)
                     decoder.close()
@@ -294,12 +306,18 @@ class AsyncHTTPTransport(_Base):
         self._client = client or httpx.AsyncClient(timeout=self.timeout)
         self._own = client is None
 
-    async def request(self, body: dict[str, Any], *, on_event: Callable[[Event], Any] | None = None) -> Turn:
-        """The async twin of ``HTTPTransport.request`` (``on_event`` is a plain callable)."""
+    async def request(self, body: dict[str, Any], *, on_event: Callable[[Event], Any] | None = None,
+                      time_limit: float | None = None) -> Turn:
+        """The async twin of ``HTTPTransport.request`` (``on_event`` is a plain callable; ``time_limit`` a cancel
+        scope over the exchange)."""
         try:
-            return await self._request(body, _listener(on_event))
+            with _deadline.alimit(time_limit) as scope:
+                return await self._request(body, _listener(on_event))
         except CallbackError as exc:
             raise exc.error from None
+        if scope.cancelled_caught:
+            raise self._timed_out(time_limit) from None
+        raise AssertionError("unreachable")  # pragma: no cover
 
     async def _request(self, body: dict[str, Any], on_event: Callable[[Event], None] | None) -> Turn:
         ep = self._endpoint
