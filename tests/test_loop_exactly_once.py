@@ -54,7 +54,7 @@ def conversation(sim: SimProvider, provider: str, mode: str, prompts: list[str],
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_the_same_write_asked_in_two_turns_of_a_conversation_runs_twice(sim, provider, mode, tmp_path):
     """"Save my weight, 70 kg" twice in one conversation is two effects; each turn's call is its own instance,
-    keyed by the loop's position in the conversation."""
+    keyed by the identity minted for its model request."""
     world = DemoWorld()
     path = str(tmp_path / "l.db")
     results = conversation(sim, provider, mode, [SAVE, SAVE], world=world, ledger_path=path)
@@ -62,7 +62,7 @@ def test_the_same_write_asked_in_two_turns_of_a_conversation_runs_twice(sim, pro
     assert world.effects.count("save_measurement") == 2
     with sqlite3.connect(path) as conn:
         keys = [k for (k,) in conn.execute("SELECT call_key FROM toolwire_ledger WHERE status = 'completed'")]
-    assert len(keys) == 2 and all(k.startswith('call:["turn:h') for k in keys)
+    assert len(keys) == 2 and all(k.startswith('call:["turn:req:') for k in keys)
 
 
 @pytest.mark.parametrize("mode", MODES)
