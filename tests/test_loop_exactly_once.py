@@ -54,7 +54,7 @@ def conversation(sim: SimProvider, provider: str, mode: str, prompts: list[str],
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_the_same_write_asked_in_two_turns_of_a_conversation_runs_twice(sim, provider, mode, tmp_path):
     """"Save my weight, 70 kg" twice in one conversation is two effects; each turn's call is its own instance,
-    keyed by the loop's position in the conversation."""
+    keyed by the identity minted for its model request."""
     world = DemoWorld()
     path = str(tmp_path / "l.db")
     results = conversation(sim, provider, mode, [SAVE, SAVE], world=world, ledger_path=path)
@@ -62,7 +62,7 @@ def test_the_same_write_asked_in_two_turns_of_a_conversation_runs_twice(sim, pro
     assert world.effects.count("save_measurement") == 2
     with sqlite3.connect(path) as conn:
         keys = [k for (k,) in conn.execute("SELECT call_key FROM toolwire_ledger WHERE status = 'completed'")]
-    assert len(keys) == 2 and all(k.startswith('call:["turn:h') for k in keys)
+    assert len(keys) == 2 and all(k.startswith('call:["turn:req:') for k in keys)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -135,9 +135,9 @@ def test_an_in_stream_error_echoing_a_registered_key_is_scrubbed_on_the_turn():
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("provider", PROVIDERS)
-def test_the_loop_keys_each_turn_by_the_providers_id_of_the_response(sim, provider, mode, tmp_path):
-    """Every turn the loop dispatches is keyed by the provider's id of that response: the body's response id, else
-    the id the response's headers carry (`Turn.request_id`), never by the position alone."""
+def test_the_loop_keys_each_turn_by_the_identity_of_its_model_request(sim, provider, mode, tmp_path):
+    """Every turn the loop dispatches is keyed by the identity minted for its model request (kept in
+    ``StepRecord.turn_id``), never by the position in the history nor by the response id alone."""
     world, path = DemoWorld(), str(tmp_path / "l.db")
     kw: dict[str, Any] = dict(model="sim-model", registry=world.registry(timeout=5.0), base_url=sim.base_url,
                               api_key="sk-test-0000000000", retry=FAST, timeout=5.0, conversation_id="conv-1",
@@ -152,8 +152,8 @@ def test_the_loop_keys_each_turn_by_the_providers_id_of_the_response(sim, provid
 
         result = asyncio.run(go())
     assert not result.fallback, result.answer
-    ids = [s.turn.response_id or s.turn.request_id for s in result.steps if s.results]
-    assert ids and all(ids), [(s.turn.response_id, s.turn.request_id) for s in result.steps]
+    ids = [s.turn_id for s in result.steps if s.results]
+    assert ids and all(i.startswith("req:") for i in ids) and len(set(ids)) == len(ids), ids
     with sqlite3.connect(path) as conn:
         keys = [k for (k,) in conn.execute("SELECT call_key FROM toolwire_ledger WHERE status = 'completed'")]
-    assert keys and all(any(f':{rid}"' in k for rid in ids) for k in keys), (keys, ids)
+    assert keys and all(any(f'"turn:{tid}"' in k for tid in ids) for k in keys), (keys, ids)

@@ -3,8 +3,9 @@
 Run it where you call it (``DurableLoop.run``), or put it on a DBOS queue (``DurableLoop.enqueue`` inside a DBOS
 process, ``enqueue`` with a ``DBOSClient`` from anywhere) for any worker that serves the queue to take. Each model
 request is a DBOS step (the parsed ``Turn`` it returns, as msgspec JSON, is recorded in the DBOS
-system database), and each turn's dispatch is a step that runs ``Dispatcher.run`` with a ``turn_id`` fixed by
-its position in the workflow. A workflow interrupted by a crash is resumed by ``DBOS.launch()`` in the next
+system database with the turn identity minted for that request), and each turn's dispatch is a step that runs
+``Dispatcher.run`` under that recorded ``turn_id``, so a dispatch that runs again (a recovered or a forked
+workflow) uses the same identity. A workflow interrupted by a crash is resumed by ``DBOS.launch()`` in the next
 process: recorded requests are not sent again, and a dispatch step that runs again finds its calls in the
 toolwire ledger: a write that completed is answered from its record, never run twice; a write interrupted
 between its effect and its record is answered ``outcome_unknown`` (at most once).
@@ -231,16 +232,17 @@ def _check_reuse(workflow_id: str, args: tuple[Any, ...], recorded: Any) -> None
 
 @DBOS.step(name="toolwire.durable.request")
 def _request_step(name: str, conversation_id: str, body: dict[str, Any], step: int) -> dict[str, Any]:
-    """One model request, retried per the loop's policy: the turn (msgspec JSON) and its attempts, or the
-    error that ends the conversation in a fallback."""
+    """One model request, retried per the loop's policy: the turn (msgspec JSON), its attempts and the turn
+    identity minted for the request (recorded with it: a replayed step gives the same one back), or the error that
+    ends the conversation in a fallback."""
     loop = _loop(name)
     core = loop._core(conversation_id, None)
     try:
-        turn, attempts = core.request(loop.transport, body, step)
+        turn, attempts, turn_id = core.request(loop.transport, body, step)
     except ProviderError as exc:
         return {"error": {"type": exc.type, "status": exc.status, "provider": exc.provider,
                           "message": str(exc)}}
-    return {"turn": msgspec.json.encode(turn), "attempts": attempts}
+    return {"turn": msgspec.json.encode(turn), "attempts": attempts, "turn_id": turn_id}
 
 
 @DBOS.step(name="toolwire.durable.dispatch")
@@ -263,16 +265,18 @@ def _prompt_workflow(name: str, conversation_id: str, prompt: str, history: list
     recovered = _first_start_step() != _PROCESS
     _log.emit(_log.INFO, "durable.prompt_started", conversation_id=conversation_id, recovered=recovered, **where)
 
-    def request(body: dict[str, Any], step: int) -> tuple[Turn, int]:
+    def request(body: dict[str, Any], step: int) -> tuple[Turn, int, str]:
         out = _request_step(name, conversation_id, body, step)
         if "error" in out:
             e = out["error"]
             raise ProviderError(e["message"], provider=e["provider"], status=e["status"], type=e["type"],
                                 transient=False)
-        return msgspec.json.decode(out["turn"], type=Turn), out["attempts"]
+        # a request recorded without a turn identity (by an earlier version) keeps the one it was dispatched under
+        turn_id = out.get("turn_id") or f"dbos:{workflow_id}:{step}"
+        return msgspec.json.decode(out["turn"], type=Turn), out["attempts"], turn_id
 
-    def dispatch(turn: Turn, step: int) -> list[ToolResult]:
-        raw = _dispatch_step(name, conversation_id, msgspec.json.encode(turn), f"dbos:{workflow_id}:{step}")
+    def dispatch(turn: Turn, turn_id: str) -> list[ToolResult]:
+        raw = _dispatch_step(name, conversation_id, msgspec.json.encode(turn), turn_id)
         return msgspec.json.decode(raw, type=list[ToolResult])
 
     with structlog.contextvars.bound_contextvars(conversation_id=conversation_id):

@@ -164,10 +164,19 @@ class _Request(NamedTuple):
 
 
 class _Dispatch(NamedTuple):
-    """A step of the conversation: the calls of an accepted turn through the dispatcher."""
+    """A step of the conversation: the calls of an accepted turn through the dispatcher, under the turn identity
+    its request was given."""
 
     turn: Turn
     step: int
+    turn_id: str
+
+
+def new_turn_id() -> str:
+    """A turn identity for one model request: ``"req:"`` and 32 hex digits of a random nonce (uuid4), minted when
+    the request is sent. Never derived from the history, whose length repeats (a new session of a conversation
+    id, a windowed or repaired history), nor from the response id, which many servers do not send."""
+    return "req:" + uuid.uuid4().hex
 
 
 Emit = Callable[[LoopEvent], None]
@@ -177,11 +186,11 @@ def _ignore(event: LoopEvent) -> None:
     return None
 
 
-def _perform(request: Callable[[dict[str, Any], int], Any], dispatch: Callable[[Turn, int], Any]
+def _perform(request: Callable[[dict[str, Any], int], Any], dispatch: Callable[[Turn, str], Any]
              ) -> Callable[[_Request | _Dispatch], Any]:
-    """The performer of a conversation's steps, from a ``request(body, step)`` and a ``dispatch(turn, step)``."""
+    """The performer of a conversation's steps, from a ``request(body, step)`` and a ``dispatch(turn, turn_id)``."""
     def perform(s: _Request | _Dispatch) -> Any:
-        return request(s.body, s.step) if isinstance(s, _Request) else dispatch(s.turn, s.step)
+        return request(s.body, s.step) if isinstance(s, _Request) else dispatch(s.turn, s.turn_id)
     return perform
 
 
@@ -336,10 +345,12 @@ class _Core:
         return on_retry
 
     def request(self, transport: HTTPTransport, body: dict[str, Any], step: int,
-                emit: Emit = _ignore) -> tuple[Turn, int]:
-        """One model request over ``transport``, retried per the policy: the accepted turn and the attempts it
-        took (raises the ``ProviderError`` that ends the conversation in a fallback). One inference span covers
-        all the attempts (``toolwire.harness.tracing``)."""
+                emit: Emit = _ignore) -> tuple[Turn, int, str]:
+        """One model request over ``transport``, retried per the policy: the accepted turn, the attempts it
+        took and the turn identity minted for this request (``new_turn_id``; raises the ``ProviderError`` that
+        ends the conversation in a fallback). One inference span covers all the attempts
+        (``toolwire.harness.tracing``)."""
+        turn_id = new_turn_id()
         attempts = 0
         last: Turn | None = None  # the last attempt's turn, for the span
         ends = time.monotonic() + self.retry.deadline  # every attempt of this request, read to its end, by then
@@ -363,11 +374,12 @@ class _Core:
         finally:
             tracing.leave(token)
         tracing.end_request(span, turn)
-        return turn, attempts
+        return turn, attempts, turn_id
 
     async def arequest(self, transport: AsyncHTTPTransport, body: dict[str, Any], step: int,
-                       emit: Emit = _ignore) -> tuple[Turn, int]:
+                       emit: Emit = _ignore) -> tuple[Turn, int, str]:
         """The async twin of ``request``."""
+        turn_id = new_turn_id()
         attempts = 0
         last: Turn | None = None
         ends = time.monotonic() + self.retry.deadline
@@ -391,13 +403,7 @@ class _Core:
         finally:
             tracing.leave(token)
         tracing.end_request(span, turn)
-        return turn, attempts
-
-    def turn_id(self, turn: Turn) -> str:
-        """What identifies ``turn`` in this conversation for the ledger: the length of the history it answers
-        (stable when the same conversation is replayed from the same stored history) and the response id (the
-        body's, else the one the response's headers gave, ``Turn.request_id``)."""
-        return f"h{len(self.history)}:{turn.response_id or turn.request_id or '-'}"
+        return turn, attempts, turn_id
 
     def record_answer(self, turn: Turn) -> None:
         """Keep the model's final answer in the history, so the next prompt continues the conversation (a
@@ -410,10 +416,11 @@ class _Core:
         elif turn.assistant_message is not None:
             self.history.extend(history_messages(turn, []))
 
-    def record(self, result: LoopResult, turn: Turn, results: list[ToolResult], attempts: int) -> None:
+    def record(self, result: LoopResult, turn: Turn, results: list[ToolResult], attempts: int,
+               turn_id: str) -> None:
         from ..history import encode_results, history_messages
 
-        result.steps.append(StepRecord(turn=turn, results=results, attempts=attempts))
+        result.steps.append(StepRecord(turn=turn, results=results, attempts=attempts, turn_id=turn_id))
         for r in results:
             result.calls.append(CallOutcome(name=r.name, call_id=r.call_id, states=r.states,
                                             result_kind=r.kind.value))
@@ -473,18 +480,18 @@ class _Core:
             corrections = 0
             for step in range(self.max_steps):
                 try:
-                    turn, attempts = yield _Request(self.body(step), step)
+                    turn, attempts, turn_id = yield _Request(self.body(step), step)
                 except ProviderError as exc:
                     return self.finish(result, None, _fallback_reason(exc), exc)
                 _log.emit(_log.INFO, "loop.turn", step=step, finish_reason=turn.raw_finish_reason,
                           calls=len(turn.calls), **self.log)
                 if not turn.calls:
-                    result.steps.append(StepRecord(turn=turn, results=[], attempts=attempts))
+                    result.steps.append(StepRecord(turn=turn, results=[], attempts=attempts, turn_id=turn_id))
                     self.record_answer(turn)
                     return self.finish(result, turn.text, None)
-                results = yield _Dispatch(turn, step)
+                results = yield _Dispatch(turn, step, turn_id)
                 dispatched = True  # its effects happened: the history keeps them, whatever comes next
-                self.record(result, turn, results, attempts)
+                self.record(result, turn, results, attempts, turn_id)
                 for r in results:
                     emit(CallAnswered(conversation_id=self.conversation_id, step=step, result=r))
                 corrections, exhausted = self.after_dispatch(results, corrections)
@@ -496,17 +503,18 @@ class _Core:
                 self.history, self.previous_id = saved
             raise
 
-    def drive(self, prompt: str, request: Callable[[dict[str, Any], int], tuple[Turn, int]],
-              dispatch: Callable[[Turn, int], list[ToolResult]], emit: Emit = _ignore) -> LoopResult:
-        """The synchronous conversation for one prompt: ``request(body, step)`` returns a usable turn and the
-        attempts it took (or raises ``ProviderError``); ``dispatch(turn, step)`` answers its calls. ``ToolLoop``
-        and ``toolwire.durable`` supply both."""
+    def drive(self, prompt: str, request: Callable[[dict[str, Any], int], tuple[Turn, int, str]],
+              dispatch: Callable[[Turn, str], list[ToolResult]], emit: Emit = _ignore) -> LoopResult:
+        """The synchronous conversation for one prompt: ``request(body, step)`` returns a usable turn, the
+        attempts it took and the turn identity of the request (or raises ``ProviderError``); ``dispatch(turn,
+        turn_id)`` answers its calls under that identity. ``ToolLoop`` and ``toolwire.durable`` supply both."""
         result = drive(self.conversation(prompt, emit), _perform(request, dispatch))
         emit(LoopFinished(conversation_id=self.conversation_id, result=result))
         return result
 
-    async def adrive(self, prompt: str, request: Callable[[dict[str, Any], int], Awaitable[tuple[Turn, int]]],
-                     dispatch: Callable[[Turn, int], Awaitable[list[ToolResult]]], emit: Emit = _ignore
+    async def adrive(self, prompt: str,
+                     request: Callable[[dict[str, Any], int], Awaitable[tuple[Turn, int, str]]],
+                     dispatch: Callable[[Turn, str], Awaitable[list[ToolResult]]], emit: Emit = _ignore
                      ) -> LoopResult:
         """The async twin of ``drive``."""
         result = await adrive(self.conversation(prompt, emit), _perform(request, dispatch))
@@ -597,12 +605,11 @@ class ToolLoop:
         emit = _emitter(on_event)
         core = self.core
 
-        def request(body: dict[str, Any], step: int) -> tuple[Turn, int]:
+        def request(body: dict[str, Any], step: int) -> tuple[Turn, int, str]:
             return core.request(self.transport, body, step, emit)
 
-        def dispatch(turn: Turn, step: int) -> list[ToolResult]:
-            return core.dispatcher.run(turn, conversation_id=core.conversation_id, turn_id=core.turn_id(turn),
-                                       data=data)
+        def dispatch(turn: Turn, turn_id: str) -> list[ToolResult]:
+            return core.dispatcher.run(turn, conversation_id=core.conversation_id, turn_id=turn_id, data=data)
 
         # every event of the conversation (parsing and dispatch included) carries its id where the
         # application's structlog merges context variables (toolwire.logs.configure_logging does); the prompt's
@@ -677,19 +684,19 @@ class AsyncToolLoop:
         core = self.core
         cancelled = False
 
-        async def request(body: dict[str, Any], step: int) -> tuple[Turn, int]:
+        async def request(body: dict[str, Any], step: int) -> tuple[Turn, int, str]:
             if cancelled:  # the dispatch before it was cancelled: stop now that its results are recorded
                 raise asyncio.CancelledError
             if gate is not None:
                 await gate()
             return await core.arequest(self.transport, body, step, emit)
 
-        async def dispatch(turn: Turn, step: int) -> list[ToolResult]:
+        async def dispatch(turn: Turn, turn_id: str) -> list[ToolResult]:
             nonlocal cancelled
             if gate is not None:
                 await gate()
             results, cancelled = await _uninterrupted(core.dispatcher.arun(
-                turn, conversation_id=core.conversation_id, turn_id=core.turn_id(turn), data=data))
+                turn, conversation_id=core.conversation_id, turn_id=turn_id, data=data))
             return results
 
         span = tracing.start_agent(core, self.transport)

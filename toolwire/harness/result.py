@@ -24,11 +24,15 @@ class CallOutcome(msgspec.Struct, kw_only=True):
 
 
 class StepRecord(msgspec.Struct, kw_only=True):
-    """One model turn of the conversation and the results sent back for it."""
+    """One model turn of the conversation and the results sent back for it. ``turn_id`` is the turn identity its
+    calls were dispatched under: ``"req:"`` and a nonce minted when the model request was sent, unique per request
+    (empty in a result recorded before it was kept). Dispatching ``turn`` again with this ``turn_id`` (and the
+    conversation id) finds its writes in the ledger: nothing runs twice."""
 
     turn: Turn
     results: list[ToolResult]
     attempts: int
+    turn_id: str = ""
 
 
 class LoopResult(msgspec.Struct, kw_only=True):

@@ -34,8 +34,8 @@ of its calls:
    (``_rich``), is ``result_unusable``; a write's ledger entry is completed with that result all the same.
    ``Content`` is checked and capped to ``max_result_bytes`` and kept typed in ``ToolResult.parts``.
 
-Call instances: a turn is identified by the caller's ``turn_id`` (the loop passes its position in the
-conversation), else by the provider's response id. A turn with neither is given a random identity the first time
+Call instances: a turn is identified by the caller's ``turn_id`` (the loop passes the identity minted for the
+model request, ``StepRecord.turn_id``), else by the provider's response id. A turn with neither is given a random identity the first time
 this dispatcher sees that Turn object: dispatching the same object again finds its calls, but a restarted process
 cannot, so pass ``turn_id`` when your provider sends no response id.
 
