@@ -56,7 +56,7 @@ from . import tracing
 from .errors import CallbackError, ProviderError, callback
 from .events import CallAnswered, LoopEvent, LoopFinished, RequestStarted, ResponseEvent, RetryScheduled
 from .fallback import FallbackReason, fallback_message
-from .result import CallOutcome, LoopResult, StepRecord
+from .result import CallOutcome, LoopResult, StepRecord, write_records, writes_outcome
 from .retry import RetryPolicy
 from .transport import AsyncHTTPTransport, HTTPTransport
 
@@ -409,6 +409,7 @@ class _Core:
         for r in results:
             result.calls.append(CallOutcome(name=r.name, call_id=r.call_id, states=r.states,
                                             result_kind=r.kind.value))
+        result.writes += write_records(results, self.dispatcher.registry, len(result.steps) - 1)
         if self.server_history:
             # the server holds the conversation: send only the results, after this response
             self.history = encode_results(turn, results, echo_ids=self.echo_ids)
@@ -421,7 +422,8 @@ class _Core:
         if reason is not None:
             result.fallback = True
             result.reason = reason
-            result.answer = fallback_message(reason, self.locale)
+            # after a write that took effect (or may have), never "try again": it says the action was done
+            result.answer = fallback_message(reason, self.locale, writes=writes_outcome(result.writes))
             _log.emit(_log.WARNING, "loop.fallback", reason=reason.value,
                       error_type=getattr(error, "type", type(error).__name__ if error else None),
                       status=getattr(error, "status", None), **self.log)
