@@ -109,7 +109,8 @@ def _turn_failure(turn: Turn) -> ProviderError | None:
     any other unclean ending (Gemini ``OTHER``, an         ``unclean_finish``    never
     Interactions status toolwire does not know …)
     clean, but nested more than ``MAX_NESTING`` deep       ``nesting_too_deep``  once
-    clean, but neither calls nor text                      ``empty_answer``      once
+    clean, but neither calls nor text (a paused turn       ``empty_answer``      once
+    holding the server's calls is continued instead)
     =====================================================  ====================  ===================================
     """
     from ..codecs.capabilities import is_transient_error
@@ -142,7 +143,8 @@ def _turn_failure(turn: Turn) -> ProviderError | None:
             any(_nested_deeper_than(c.args, MAX_NESTING) for c in turn.calls):
         return ProviderError(f"the {provider} turn is nested more than {MAX_NESTING} deep", provider=provider,
                              status=None, type="nesting_too_deep", transient=True, retry_limit=1)
-    if not turn.calls and not turn.text.strip():
+    paused = turn.finish_reason is FinishReason.PAUSE and bool(turn.server_calls)  # the server's tools under way
+    if not turn.calls and not turn.text.strip() and not paused:
         return ProviderError(f"the {provider} turn had neither calls nor text", provider=provider, status=None,
                              type="empty_answer", transient=True, retry_limit=1)
     return None
@@ -465,6 +467,8 @@ class _Core:
                 if not turn.calls:
                     result.steps.append(StepRecord(turn=turn, results=[], attempts=attempts))
                     self.record_answer(turn)
+                    if turn.finish_reason is FinishReason.PAUSE:
+                        continue  # paused (Anthropic pause_turn): sent back as it came, the model continues it
                     return self.finish(result, turn.text, None)
                 results = yield _Dispatch(turn, step)
                 dispatched = True  # its effects happened: the history keeps them, whatever comes next
