@@ -144,7 +144,7 @@ def _turn_failure(turn: Turn) -> ProviderError | None:
         return ProviderError(f"the {provider} turn is nested more than {MAX_NESTING} deep", provider=provider,
                              status=None, type="nesting_too_deep", transient=True, retry_limit=1)
     paused = turn.finish_reason is FinishReason.PAUSE and bool(turn.server_calls)  # the server's tools under way
-    if not turn.calls and not turn.text.strip() and not paused:
+    if not turn.choice_calls(0) and not turn.text.strip() and not paused:
         return ProviderError(f"the {provider} turn had neither calls nor text", provider=provider, status=None,
                              type="empty_answer", transient=True, retry_limit=1)
     return None
@@ -464,7 +464,7 @@ class _Core:
                     return self.finish(result, None, _fallback_reason(exc), exc)
                 _log.emit(_log.INFO, "loop.turn", step=step, finish_reason=turn.raw_finish_reason,
                           calls=len(turn.calls), **self.log)
-                if not turn.calls:
+                if not turn.choice_calls(0):  # choice 0 answers; other choices' calls never run
                     result.steps.append(StepRecord(turn=turn, results=[], attempts=attempts))
                     self.record_answer(turn)
                     if turn.finish_reason is FinishReason.PAUSE:
