@@ -23,7 +23,8 @@ import httpx
 import pytest
 from structlog.testing import capture_logs
 
-from toolwire.harness import AsyncToolLoop, FallbackReason, LoopResult, RetryPolicy, ToolLoop, fallback_message
+from toolwire.harness import (AsyncToolLoop, FallbackReason, LoopResult, RetryPolicy, ToolLoop, WriteOutcome,
+                              fallback_message)
 from toolwire.harness.demo_tools import DemoWorld
 from toolwire.sim import SCENARIOS, SimProvider
 
@@ -267,5 +268,5 @@ def test_a_trickle_after_a_write_keeps_the_write_and_says_it_was_done(sim, provi
     assert world.effects.count("save_measurement") == 1
     assert [(c.name, c.result_kind) for c in result.calls] == [("save_measurement", "ok")]
     assert len(server.requests) >= 2  # the write's turn, then the trickling answer's attempts
-    assert result.answer == fallback_message(FallbackReason.PROVIDER_FAILED, "en", after_effects=True)
+    assert result.answer == fallback_message(FallbackReason.PROVIDER_FAILED, "en", writes=WriteOutcome.OK)
     assert result.answer != fallback_message(FallbackReason.PROVIDER_FAILED, "en")

@@ -7,11 +7,12 @@ reports its events (``toolwire.harness.events``) to a callback or, async, as an 
 
 from .errors import ProviderError
 from .events import CallAnswered, LoopEvent, LoopFinished, RequestStarted, ResponseEvent, RetryScheduled
-from .fallback import LOCALES, FallbackReason, fallback_message
+from .fallback import LOCALES, FallbackReason, WriteOutcome, fallback_message
 from .loop import AsyncToolLoop, CallOutcome, LoopResult, StepRecord, ToolLoop
+from .result import WriteRecord
 from .retry import RetryPolicy
 from .transport import AsyncHTTPTransport, HTTPTransport
 
-__all__ = ["ToolLoop", "AsyncToolLoop", "LoopResult", "CallOutcome", "StepRecord", "RetryPolicy", "ProviderError",
+__all__ = ["ToolLoop", "AsyncToolLoop", "LoopResult", "CallOutcome", "StepRecord", "WriteRecord", "WriteOutcome", "RetryPolicy", "ProviderError",
            "HTTPTransport", "AsyncHTTPTransport", "FallbackReason", "fallback_message", "LOCALES",
            "LoopEvent", "RequestStarted", "ResponseEvent", "RetryScheduled", "CallAnswered", "LoopFinished"]

@@ -1,4 +1,8 @@
-"""Localized fallback messages: what the user reads when no answer could be had. Never any diagnostics."""
+"""Localized fallback messages: what the user reads when no answer could be had. Never any diagnostics.
+
+A run that ended in a fallback after one of its writes took effect (or may have) must not ask the user to try
+again, which would do the action twice: with ``writes`` the message says the action was done, or may have been,
+whatever the reason."""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ import enum
 
 from ..errors import UsageError
 
-__all__ = ["FallbackReason", "LOCALES", "fallback_message"]
+__all__ = ["FallbackReason", "WriteOutcome", "LOCALES", "fallback_message"]
 
 
 class FallbackReason(str, enum.Enum):
@@ -14,6 +18,14 @@ class FallbackReason(str, enum.Enum):
     CONTENT_FILTERED = "content_filtered"  # the provider's filter or the model refused (refusal, SAFETY …)
     CORRECTIONS_EXHAUSTED = "corrections_exhausted"  # the model failed again after its correction round
     STEP_LIMIT = "step_limit"  # the conversation reached its step bound without an answer
+
+
+class WriteOutcome(str, enum.Enum):
+    """What became of a write of the run: its effect happened (``ok``: the handler returned, its value usable
+    or not), or may have (``outcome_unknown``)."""
+
+    OK = "ok"
+    OUTCOME_UNKNOWN = "outcome_unknown"
 
 
 _MESSAGES: dict[str, dict[FallbackReason, str]] = {
@@ -37,31 +49,43 @@ _MESSAGES: dict[str, dict[FallbackReason, str]] = {
     },
 }
 
-#: the message of any fallback that comes after a write of the same run may have taken effect: "try again" would
-#: invite the user to do it twice
-_AFTER_EFFECTS: dict[str, str] = {
-    "en": "I couldn't finish that, but part of it was already done. Please check what was done before trying "
-          "again.",
-    "pt-BR": "Não consegui terminar isso, mas uma parte já foi feita. Verifique o que foi feito antes de tentar "
-             "novamente.",
-    "es": "No pude terminar eso, pero una parte ya se hizo. Comprueba lo que se hizo antes de intentarlo de nuevo.",
+#: the fallback of a run whose writes took effect (``ok``) or may have (``outcome_unknown``), for every reason
+_AFTER_WRITES: dict[str, dict[WriteOutcome, str]] = {
+    "en": {
+        WriteOutcome.OK: "I carried out the action, but I couldn't finish my reply. Please check the result "
+                         "before asking again, so that it isn't done twice.",
+        WriteOutcome.OUTCOME_UNKNOWN: "I may have carried out the action, but I couldn't confirm it or finish my "
+                                      "reply. Please check before asking again, so that it isn't done twice.",
+    },
+    "pt-BR": {
+        WriteOutcome.OK: "Realizei a ação, mas não consegui concluir minha resposta. Confira o resultado antes de "
+                         "pedir de novo, para que ela não seja feita duas vezes.",
+        WriteOutcome.OUTCOME_UNKNOWN: "Posso ter realizado a ação, mas não consegui confirmar nem concluir minha "
+                                      "resposta. Confira antes de pedir de novo, para que ela não seja feita duas "
+                                      "vezes.",
+    },
+    "es": {
+        WriteOutcome.OK: "Realicé la acción, pero no pude terminar mi respuesta. Revisa el resultado antes de "
+                         "pedirlo de nuevo, para que no se haga dos veces.",
+        WriteOutcome.OUTCOME_UNKNOWN: "Puede que haya realizado la acción, pero no pude confirmarlo ni terminar mi "
+                                      "respuesta. Revísalo antes de pedirlo de nuevo, para que no se haga dos "
+                                      "veces.",
+    },
 }
 
 LOCALES = tuple(_MESSAGES)
 
 
-def fallback_message(reason: FallbackReason, locale: str = "en", *, after_effects: bool = False) -> str:
+def fallback_message(reason: FallbackReason, locale: str = "en", *, writes: WriteOutcome | None = None) -> str:
     """The message for ``reason`` in ``locale`` (en, pt-BR, es; a bare language such as "pt" or "es-MX"
-    falls back to its language). ``after_effects``: a write of the run may have taken effect, and the message says
-    that part of the request was done instead of inviting a plain retry. Raises ``UsageError`` for a locale with
-    no messages."""
-    table = _MESSAGES.get(locale)
-    if table is None:
-        lang = locale.split("-")[0].lower()
-        table = next((t for loc, t in _MESSAGES.items() if loc.split("-")[0].lower() == lang), None)
-    if table is None:
+    falls back to its language). ``writes``: what became of the run's writes, None when none ran; given, the
+    message says the action was done (``WriteOutcome.OK``) or may have been (``OUTCOME_UNKNOWN``) instead of
+    asking to try again, for every reason. Raises ``UsageError`` for a locale with no messages."""
+    lang = locale if locale in _MESSAGES else next(
+        (loc for loc in _MESSAGES if loc.split("-")[0].lower() == locale.split("-")[0].lower()), None)
+    if lang is None:
         raise UsageError(f"no fallback messages for locale {locale!r}; available: {', '.join(LOCALES)}")
-    message = table[FallbackReason(reason)]
-    if after_effects:
-        return next(_AFTER_EFFECTS[loc] for loc, t in _MESSAGES.items() if t is table)
-    return message
+    reason = FallbackReason(reason)
+    if writes is not None:
+        return _AFTER_WRITES[lang][WriteOutcome(writes)]
+    return _MESSAGES[lang][reason]

@@ -57,7 +57,7 @@ from . import tracing
 from .errors import CallbackError, ProviderError, callback
 from .events import CallAnswered, LoopEvent, LoopFinished, RequestStarted, ResponseEvent, RetryScheduled
 from .fallback import FallbackReason, fallback_message
-from .result import CallOutcome, LoopResult, StepRecord
+from .result import CallOutcome, LoopResult, StepRecord, WriteOutcome, write_records, writes_outcome
 from .retry import RetryPolicy
 from .transport import AsyncHTTPTransport, HTTPTransport
 
@@ -113,7 +113,8 @@ def _turn_failure(turn: Turn) -> ProviderError | None:
     any other unclean ending (Gemini ``OTHER``, an         ``unclean_finish``    never
     Interactions status toolwire does not know …)
     clean, but nested more than ``MAX_NESTING`` deep       ``nesting_too_deep``  once
-    clean, but neither calls nor text                      ``empty_answer``      once
+    clean, but neither calls nor text (a paused turn       ``empty_answer``      once
+    holding the server's calls is continued instead)
     =====================================================  ====================  ===================================
     """
     from ..codecs.capabilities import is_transient_error
@@ -146,7 +147,8 @@ def _turn_failure(turn: Turn) -> ProviderError | None:
             any(_nested_deeper_than(c.args, MAX_NESTING) for c in turn.calls):
         return ProviderError(f"the {provider} turn is nested more than {MAX_NESTING} deep", provider=provider,
                              status=None, type="nesting_too_deep", transient=True, retry_limit=1)
-    if not turn.calls and not turn.text.strip():
+    paused = turn.finish_reason is FinishReason.PAUSE and bool(turn.server_calls)  # the server's tools under way
+    if not turn.choice_calls(0) and not turn.text.strip() and not paused:
         return ProviderError(f"the {provider} turn had neither calls nor text", provider=provider, status=None,
                              type="empty_answer", transient=True, retry_limit=1)
     return None
@@ -424,6 +426,7 @@ class _Core:
         for r in results:
             result.calls.append(CallOutcome(name=r.name, call_id=r.call_id, states=r.states,
                                             result_kind=r.kind.value))
+        result.writes += write_records(results, self.dispatcher.registry, len(result.steps) - 1)
         if self.server_history:
             # the server holds the conversation: send only the results, after this response
             self.history = encode_results(turn, results, echo_ids=self.echo_ids)
@@ -436,7 +439,12 @@ class _Core:
         if reason is not None:
             result.fallback = True
             result.reason = reason
-            result.answer = fallback_message(reason, self.locale, after_effects=self.took_effect(result))
+            # after a write that took effect (or may have), never "try again": it says the action was done; a
+            # write whose handler started and failed may have had its effect too
+            outcome = writes_outcome(result.writes)
+            if outcome is None and self.took_effect(result):
+                outcome = WriteOutcome.OUTCOME_UNKNOWN
+            result.answer = fallback_message(reason, self.locale, writes=outcome)
             _log.emit(_log.WARNING, "loop.fallback", reason=reason.value,
                       error_type=getattr(error, "type", type(error).__name__ if error else None),
                       status=getattr(error, "status", None), **self.log)
@@ -485,9 +493,11 @@ class _Core:
                     return self.finish(result, None, _fallback_reason(exc), exc)
                 _log.emit(_log.INFO, "loop.turn", step=step, finish_reason=turn.raw_finish_reason,
                           calls=len(turn.calls), **self.log)
-                if not turn.calls:
+                if not turn.choice_calls(0):  # choice 0 answers; other choices' calls never run
                     result.steps.append(StepRecord(turn=turn, results=[], attempts=attempts, turn_id=turn_id))
                     self.record_answer(turn)
+                    if turn.finish_reason is FinishReason.PAUSE:
+                        continue  # paused (Anthropic pause_turn): sent back as it came, the model continues it
                     return self.finish(result, turn.text, None)
                 results = yield _Dispatch(turn, step, turn_id)
                 dispatched = True  # its effects happened: the history keeps them, whatever comes next
