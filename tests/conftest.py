@@ -37,8 +37,14 @@ def _clean_structlog():
 def toolwire_debug():
     """Enable toolwire's events down to debug for the duration of a test."""
     logger = logging.getLogger("toolwire")
+    # a library that configures logging with ``disable_existing_loggers`` (as ``logging.config.dictConfig`` does by
+    # default; DBOS's migrations run one in process) leaves the logger disabled for the rest of the session
+    level, disabled = logger.level, logger.disabled
     logger.setLevel(logging.DEBUG)
+    logger.disabled = False
     yield logger
+    logger.setLevel(level)
+    logger.disabled = disabled
 
 
 @pytest.fixture(scope="session")
@@ -63,3 +69,11 @@ def pg_dsn():
         yield cluster.url
     finally:
         cluster.stop()
+
+
+@pytest.fixture(autouse=True)
+def _toolwire_logger_enabled():
+    """Every test starts with the ``toolwire`` logger enabled: one that ran a library configuring logging with
+    ``disable_existing_loggers`` would otherwise silence toolwire's events for every later test of the process."""
+    logging.getLogger("toolwire").disabled = False
+    yield
