@@ -92,6 +92,9 @@ class EqRaises:
 
     __hash__ = object.__hash__
 
+    def __repr__(self) -> str:  # a test id the same in every process (pytest-xdist compares them)
+        return "EqRaises()"
+
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("verdict", ["denied", "needs-approval", False, None, EqualsAnything("nope"), EqRaises()],
