@@ -10,6 +10,8 @@ in order, each once. A repeated clean end changes nothing.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import toolwire
@@ -202,3 +204,30 @@ def test_the_ends_of_a_snapshot_are_those_seen_so_far():
     parser.feed(data[cut:])
     parser.close()
     assert parser.turn.finish_reason is F.LENGTH
+
+
+# ---- Gemini: a prompt's block reason beside candidates ------------------------------------------------------------
+def _blocked_body(together: bool) -> list[bytes]:
+    cand = {"responseId": "a", "candidates": [{"index": 0, "content": {"role": "model", "parts": [
+        {"functionCall": {"name": "save", "args": {"value": 2}}}]}, "finishReason": "STOP"}]}
+    block = {"promptFeedback": {"blockReason": "SAFETY"}}
+    if together:
+        return [json.dumps({**cand, **block}).encode()]
+    return [json.dumps(cand).encode(), json.dumps({"candidates": [], **block}).encode()]
+
+
+@pytest.mark.parametrize("together", [True, False], ids=["same-chunk", "later-chunk"])
+def test_a_gemini_block_reason_beside_or_after_a_clean_candidate_runs_nothing(together):
+    """A ``promptFeedback.blockReason`` is an unclean end whether it comes alone, with a candidate that ended
+    ``STOP`` or in a later chunk: the worst end wins, no call of the turn runs."""
+    chunks = _blocked_body(together)
+    whole = toolwire.parse("gemini", chunks[0]) if together else None
+    sp = toolwire.StreamParser("gemini")
+    for c in chunks:
+        sp.feed(b"data: " + c + b"\r\n\r\n")
+    sp.close()
+    streamed = sp.turn
+    for turn in (t for t in (whole, streamed) if t is not None):
+        assert turn.finish_reason is toolwire.FinishReason.CONTENT_FILTER
+        assert not turn.finished_cleanly
+        assert turn.runnable_calls == []

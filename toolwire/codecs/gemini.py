@@ -591,11 +591,14 @@ class GeminiCodec(Codec):
                 self._candidate(cand, pos, data, ri)
                 if asm.failed:
                     return True
-        elif resp.prompt_feedback is not None and enum_name(resp.prompt_feedback.block_reason, _BLOCK_NUMBERS) \
-                and not self._cands:
+        block = enum_name(resp.prompt_feedback.block_reason, _BLOCK_NUMBERS) \
+            if resp.prompt_feedback is not None else None
+        if block:
+            # a blocked prompt is an unclean end of every candidate, whether it comes alone, beside candidates or
+            # after them (the worst end wins: nothing of the turn runs)
             self._blocked = True
-            asm.end_choice(0, FinishReason.CONTENT_FILTER,
-                           enum_name(resp.prompt_feedback.block_reason, _BLOCK_NUMBERS), "the prompt's block reason")
+            for index in (tuple(self._cands) or (0,)):
+                asm.end_choice(index, FinishReason.CONTENT_FILTER, block, "the prompt's block reason")
         return True
 
     def _candidate(self, cand: _Candidate, pos: int, data: bytes, ri: int) -> None:
