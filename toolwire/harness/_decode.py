@@ -56,6 +56,7 @@ class Decoder:
         self.full = False
         self._z = zlib.decompressobj(zlib.MAX_WBITS if self.coding == "deflate" else zlib.MAX_WBITS | 16)
         self._first = True  # deflate: the first bytes decide between zlib-wrapped and raw
+        self._head = b""  # deflate: the first byte while it comes alone (the zlib header is two bytes)
 
     @staticmethod
     def _gzip() -> zlib._Decompress:
@@ -82,6 +83,13 @@ class Decoder:
                     return
             return
         data = raw
+        if self.coding == "deflate" and self._first:
+            # the zlib header is two bytes: decide between zlib-wrapped and raw only once both are here
+            data = self._head + raw
+            if len(data) < 2:
+                self._head = data
+                return
+            self._head = b""
         while data and not self.full:
             z = self._z
             if z.eof:
@@ -106,5 +114,5 @@ class Decoder:
 
     def close(self) -> None:
         """Raise ``BodyDecodeError`` when a compressed body stopped before its end."""
-        if self.coding is not None and not self.full and not self._z.eof and not self._first:
+        if self._head or (self.coding is not None and not self.full and not self._z.eof and not self._first):
             raise BodyDecodeError(f"the {self.coding} body ends before its end")

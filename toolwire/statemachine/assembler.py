@@ -512,7 +512,7 @@ class Assembler:
 
     def saw_end(self, choice: int, reason: FinishReason, raw: str | None) -> None:
         """An end of ``choice`` that a payload states without being the choice's end (an Anthropic
-        ``message_delta``, a lifecycle event's status …): recorded among its ends, where the worst one wins when
+        message's delta, a lifecycle event's status …): recorded among its ends, where the worst one wins when
         the choice ends; nothing is cut now."""
         self.choice(choice).saw(reason, raw)
 
