@@ -10,43 +10,27 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
 import toolwire
-from toolwire import Ledger, MemoryLedger, PostgresLedger, SQLiteLedger
+from toolwire import MemoryLedger, PostgresLedger, SQLiteLedger
+
+from ..test_ledger_contract import Store  # the contract's store: open, reopened as a restarted process would
 
 LEDGERS = ("memory", "sqlite", "postgres")
 MODES = ("sync", "async")
 
 
-class Store:
-    def __init__(self, kind: str, make: Callable[[], Ledger]) -> None:
-        self.kind, self._make = kind, make
-        self._opened: list[Any] = []
-        self.ledger = make() if kind == "memory" else self.reopen()
-
-    def reopen(self) -> Ledger:
-        if self.kind == "memory":
-            return self.ledger
-        ledger = self._make()
-        self._opened.append(ledger)
-        return ledger
-
-    def close(self) -> None:
-        for ledger in self._opened:
-            ledger.close()
-
-
 def open_store(kind: str, request: pytest.FixtureRequest, tmp_path) -> Store:
     if kind == "memory":
-        return Store("memory", MemoryLedger)
+        return Store("memory", MemoryLedger, None)
     if kind == "sqlite":
         path = str(tmp_path / "ledger.db")
-        return Store("sqlite", lambda: SQLiteLedger(path))
+        return Store("sqlite", lambda: SQLiteLedger(path), ("sqlite", path))
     dsn = request.getfixturevalue("pg_dsn")
-    return Store("postgres", lambda: PostgresLedger(dsn, pool_size=2, timeout=10))
+    return Store("postgres", lambda: PostgresLedger(dsn, pool_size=2, timeout=10), ("postgres", dsn))
 
 
 def new_conversation() -> str:
