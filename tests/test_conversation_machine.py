@@ -238,6 +238,7 @@ class Model:
         self.consumed: dict[str, tuple] = {}  # approval signature -> the instance that used it
         self.memory: dict[tuple, tuple[str, ResultKind, Any]] = {}  # instance -> (tool, kind, content)
         self.tokens: dict[str, tuple[tuple, str, bool]] = {}  # signature -> (instance, tool, expired)
+        self.choices: dict[tuple, int] = {}  # (conversation, turn identity) -> the one choice ever dispatched
 
     @staticmethod
     def instance(rec: TurnRec, call: toolwire.ToolCall) -> tuple:
@@ -280,8 +281,17 @@ class Model:
                 _tool, kind, content = seen
                 out[i] = Expect(kind, remembered=(content,))
                 continue
-            if self.approvals and call.name in WRITES and not self._approved(inst, call.name, approvals):
-                out[i] = Expect(K.APPROVAL_REQUIRED)
+            if self.approvals and call.name in WRITES:
+                # a write that ran before is answered by its record, before the policy is asked (and before
+                # any approval is looked at, so none is consumed)
+                key, fingerprint = self.key(rec, call)
+                entry = self.ledger.get(key)
+                if entry is not None and entry.fingerprint == fingerprint:
+                    out[i] = Expect(K.OK, stored=entry) if entry.status == "completed" \
+                        else Expect(K.OUTCOME_UNKNOWN)
+                    continue
+                if not self._approved(inst, call.name, approvals):
+                    out[i] = Expect(K.APPROVAL_REQUIRED)
         # phase 2: effects, in call order
         crashed_at = None
         died = False
@@ -407,6 +417,12 @@ class ConversationMachine(RuleBasedStateMachine):
         calls = turn.choice_calls(rec.choice)
         assert [(c.call_id, c.name, c.args) for c in calls] == [
             (cid, name, {"item": item}) for cid, name, item in rec.specs[rec.choice]]
+        if len(rec.specs) > 1:
+            # only one choice of a turn identity ever runs (a broken server's reused response id makes two
+            # responses one turn): another choice is refused before anything of it is looked at
+            held = self.model.choices.setdefault((rec.conv.id, rec.ident), rec.choice)
+            if held != rec.choice:
+                return self._refused_choice(rec, turn, mode, approvals, held)
         expected, crashed_at = self.model.predict(rec, calls, approvals, crash)
         note(f"dispatch {rec.tag} ident={rec.ident} choice={rec.choice} {mode} crash={crash} "
              f"calls={[(c.local_id, c.call_id, c.name, c.args['item']) for c in calls]} "
@@ -463,6 +479,29 @@ class ConversationMachine(RuleBasedStateMachine):
         rec.results = results
         rec.pending = [r.approval for r in results if r.kind is K.APPROVAL_REQUIRED]
         return expected
+
+    def _refused_choice(self, rec: TurnRec, turn: toolwire.Turn, mode: str, approvals: list[Approval],
+                        held: int) -> list[Expect]:
+        note(f"dispatch {rec.tag} ident={rec.ident} choice={rec.choice} {mode}: choice {held} was dispatched")
+        event("choice refused")
+        kw: dict[str, Any] = {"conversation_id": rec.conv.id, "choice": rec.choice, "approvals": approvals}
+        if rec.turn_id is not None:
+            kw["turn_id"] = rec.turn_id
+        self.app.runs = []
+        effects_before = len(self.app.effects)
+        try:
+            if mode == "sync":
+                self.dispatcher.run(turn, **kw)
+            else:
+                asyncio.run(self.dispatcher.arun(turn, **kw))
+        except toolwire.ChoiceError as exc:
+            assert (exc.choice, exc.dispatched) == (rec.choice, held)
+        else:
+            raise AssertionError(f"choice {rec.choice} was dispatched after choice {held} of the same turn")
+        assert not self.app.runs and len(self.app.effects) == effects_before
+        rec.results = None
+        rec.pending = []
+        return [Expect(K.NOT_RUN) for _ in rec.specs[rec.choice]]
 
     def _check_results(self, rec: TurnRec, calls: list[toolwire.ToolCall], results: list[toolwire.ToolResult],
                        expected: list[Expect]) -> None:
