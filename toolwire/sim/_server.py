@@ -61,6 +61,9 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "toolwire-sim/1"
     sys_version = ""
+    #: TCP_NODELAY: a response goes out as several small writes (status line and headers, then the body or each
+    #: chunk); with Nagle's algorithm the second write waits for the client's delayed ACK, about 40 ms a request
+    disable_nagle_algorithm = True
     server: _Server
 
     def do_POST(self) -> None:  # noqa: N802 - http.server's naming
