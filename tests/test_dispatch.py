@@ -453,13 +453,14 @@ def test_write_failure_is_handler_failed_and_never_rerun(world):
 
 
 def test_ledger_unavailable_runs_no_write(world):
-    """When the ledger cannot claim, the write is not started."""
+    """When the ledger cannot claim, the write is not started; it is answered outcome_unknown, since whether it
+    ran in an earlier dispatch cannot be checked."""
     class Broken(MemoryLedger):
         def claim(self, key, fingerprint=""):
             raise toolwire.LedgerError("disk full")
 
     results = Dispatcher(world.registry(), ledger=Broken()).run(anthropic_turn(LOOKUP, SAVE), conversation_id="c")
-    assert kinds(results) == ["ok", "not_run"] and world.effects.count() == 0
+    assert kinds(results) == ["ok", "outcome_unknown"] and world.effects.count() == 0
 
 
 # ---- reads: retries, not found vs could not look, concurrency ------------------------------------------------------

@@ -584,8 +584,9 @@ class _Proxy:
                 s.close()
 
 
-def test_dispatcher_answers_not_run_when_postgres_is_unreachable_at_claim(pg_dsn, conv):
-    """The server goes away after the ledger opened: the write is answered not_run and nothing runs."""
+def test_dispatcher_runs_nothing_when_postgres_is_unreachable_at_claim(pg_dsn, conv):
+    """The server goes away after the ledger opened: nothing runs, and the write is answered outcome_unknown
+    (whether it ran in an earlier dispatch cannot be checked)."""
     import psycopg
 
     info = psycopg.conninfo.conninfo_to_dict(pg_dsn)
@@ -599,7 +600,7 @@ def test_dispatcher_answers_not_run_when_postgres_is_unreachable_at_claim(pg_dsn
         for run in (lambda d: d.run(_save_turn(), conversation_id=conv),
                     lambda d: asyncio.run(d.arun(_save_turn(), conversation_id=conv))):
             [res] = run(Dispatcher(world.registry(), ledger=ledger))
-            assert res.kind is ResultKind.NOT_RUN and res.is_error
+            assert res.kind is ResultKind.OUTCOME_UNKNOWN and res.is_error
         assert world.effects.count() == 0 and world.calls == {}
         with pytest.raises(LedgerError):
             ledger.get(LedgerKey(conv, "id:warm"))

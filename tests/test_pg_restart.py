@@ -373,9 +373,9 @@ def test_write_that_restarts_the_server_is_completed_and_answered_once(server, c
 
 
 @pytest.mark.parametrize("how", ["run", "arun"])
-def test_write_is_not_run_when_the_server_stays_down_past_the_timeout(server, conv, how):
-    """With the server down longer than the ledger's timeout, a write is answered not_run, its handler never
-    runs, and no row is written."""
+def test_write_does_not_run_when_the_server_stays_down_past_the_timeout(server, conv, how):
+    """With the server down longer than the ledger's timeout, a write's handler never runs and no row is written;
+    it is answered outcome_unknown (whether it ran in an earlier dispatch cannot be checked)."""
     effects: list[str] = []
 
     def save_note(text: str) -> dict[str, Any]:
@@ -391,7 +391,7 @@ def test_write_is_not_run_when_the_server_stays_down_past_the_timeout(server, co
         started = time.monotonic()
         [res] = _dispatch(Dispatcher(registry, ledger=ledger), how, _note_turn("anthropic"), conversation_id=conv)
         assert time.monotonic() - started < ledger.timeout + 10
-        assert res.kind is ResultKind.NOT_RUN and res.is_error and effects == []
+        assert res.kind is ResultKind.OUTCOME_UNKNOWN and res.is_error and effects == []
     finally:
         ledger.close()
     server.start_server()

@@ -54,8 +54,9 @@ def test_aclaim_ends_within_timeout_when_the_table_is_locked(cluster, locked):
 
 
 @pytest.mark.parametrize("how", ["run", "arun"])
-def test_write_is_not_run_within_timeout_when_the_table_is_locked(cluster, locked, how):
-    """A write dispatched while the ledger table is locked is answered not_run within timeout (+ slack)."""
+def test_write_does_not_run_within_timeout_when_the_table_is_locked(cluster, locked, how):
+    """A write dispatched while the ledger table is locked does not run and is answered (outcome_unknown: its
+    record cannot be read) within timeout (+ slack)."""
     ran = []
 
     def save_note(text: str) -> str:
@@ -70,7 +71,7 @@ def test_write_is_not_run_within_timeout_when_the_table_is_locked(cluster, locke
     go = (lambda: d.run(turn, conversation_id=conv)) if how == "run" else \
         (lambda: asyncio.run(d.arun(turn, conversation_id=conv)))
     elapsed, (outcome, value) = bounded(go, TIMEOUT + SLACK)
-    assert outcome == "ok" and value[0].kind is ResultKind.NOT_RUN and not ran, value
+    assert outcome == "ok" and value[0].kind is ResultKind.OUTCOME_UNKNOWN and not ran, value
 
 
 def test_claim_ends_within_timeout_when_the_server_stops_answering(proxy):

@@ -137,3 +137,28 @@ def test_every_language_has_both_texts_after_writes_for_every_reason(locale):
         assert len({plain, done, maybe}) == 3
         assert TRY_AGAIN[locale] not in done.lower() and TRY_AGAIN[locale] not in maybe.lower()
         assert fallback_message(reason, locale, writes=None) == plain
+
+
+def _fails() -> None:
+    raise RuntimeError("the storage raised half-way")
+
+
+def _refuses() -> None:
+    from toolwire import ToolError
+    raise ToolError("the storage refused the write")
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize(("after_effect", "kind"), [(_fails, "handler_failed"), (_refuses, "tool_error")])
+def test_a_write_whose_handler_raised_is_listed_as_may_have_run(sim, provider, mode, after_effect, kind):
+    """The write's handler started and raised (``handler_failed``, or a ``ToolError`` of its own), then the
+    provider fails: the fallback says the action may have been done, and ``writes`` says the same thing, so
+    what the user reads and what the application reads never disagree."""
+    world = DemoWorld()
+    sim.plan([Fault.ok()], then=Fault.status(500))
+    result = run(sim, provider, mode, SAVE["en"], world=world, after_effect=after_effect)
+    assert world.effects.count("save_measurement") == 1
+    assert_says_done(result, FallbackReason.PROVIDER_FAILED, harness.WriteOutcome.OUTCOME_UNKNOWN)
+    assert [(w.name, w.outcome, w.result_kind) for w in result.writes] == [
+        ("save_measurement", harness.WriteOutcome.OUTCOME_UNKNOWN, kind)]

@@ -65,8 +65,6 @@ __all__ = ["ToolLoop", "AsyncToolLoop", "LoopResult", "CallOutcome", "StepRecord
 
 _CORRECTABLE = frozenset({ResultKind.INVALID_ARGUMENTS, ResultKind.UNKNOWN_TOOL})
 #: the result kinds of a call whose handler never started
-_NOTHING_RAN = frozenset(k.value for k in (ResultKind.INVALID_ARGUMENTS, ResultKind.UNKNOWN_TOOL, ResultKind.DENIED,
-                                           ResultKind.APPROVAL_REQUIRED, ResultKind.NOT_RUN))
 
 
 #: what toolwire records for input it could not use: most likely the same on a retry, but a proxy or a one-off
@@ -439,11 +437,9 @@ class _Core:
         if reason is not None:
             result.fallback = True
             result.reason = reason
-            # after a write that took effect (or may have), never "try again": it says the action was done; a
-            # write whose handler started and failed may have had its effect too
+            # after a write that took effect (or may have), never "try again": it says the action was done, by the
+            # same rule as ``result.writes``
             outcome = writes_outcome(result.writes)
-            if outcome is None and self.took_effect(result):
-                outcome = WriteOutcome.OUTCOME_UNKNOWN
             result.answer = fallback_message(reason, self.locale, writes=outcome)
             _log.emit(_log.WARNING, "loop.fallback", reason=reason.value,
                       error_type=getattr(error, "type", type(error).__name__ if error else None),
@@ -454,16 +450,6 @@ class _Core:
         result.history = list(self.history)
         result.previous_id = self.previous_id
         return result
-
-    def took_effect(self, result: LoopResult) -> bool:
-        """Whether a write of this run may have taken effect: its handler started (answered ``ok``,
-        ``outcome_unknown``, a tool error, a failure or a value that could not be sent), so the user must not be
-        told to simply try again."""
-        for call in result.calls:
-            tool = self.registry.get(call.name) if call.name is not None else None
-            if tool is not None and tool.effect == "write" and call.result_kind not in _NOTHING_RAN:
-                return True
-        return False
 
     def conversation(self, prompt: str, emit: Emit = _ignore) -> Steps[LoopResult]:
         """The conversation for one prompt, as a step generator: it yields ``_Request`` (answered with the

@@ -38,8 +38,9 @@ class StepRecord(msgspec.Struct, kw_only=True):
 
 class WriteRecord(msgspec.Struct, kw_only=True, frozen=True):
     """A write of the run whose effect happened (``outcome`` ``ok``) or may have (``outcome_unknown``), with
-    the call's ``name`` and ``call_id``, how it was answered (``result_kind``: ``ok``, ``result_unusable``,
-    ``outcome_unknown``) and the model turn that asked for it (``step``, from 0)."""
+    the call's ``name`` and ``call_id``, how it was answered (``result_kind``: ``ok`` and ``result_unusable``
+    took effect; ``outcome_unknown``, ``handler_timeout``, ``handler_failed`` and ``tool_error`` may have) and the
+    model turn that asked for it (``step``, from 0)."""
 
     name: str | None
     call_id: str | None
@@ -48,24 +49,31 @@ class WriteRecord(msgspec.Struct, kw_only=True, frozen=True):
     step: int
 
 
-#: how a write was answered -> what became of its effect; every other kind ran nothing, or ran and said it did
-#: nothing (``tool_error``, ``handler_failed``: the handler's own report)
-_WRITE_OUTCOMES = {ResultKind.OK: WriteOutcome.OK, ResultKind.RESULT_UNUSABLE: WriteOutcome.OK,
-                   ResultKind.OUTCOME_UNKNOWN: WriteOutcome.OUTCOME_UNKNOWN}
+#: the kinds a write is answered with when its handler never started: nothing of it can have taken effect
+_NOTHING_RAN = frozenset({ResultKind.INVALID_ARGUMENTS, ResultKind.UNKNOWN_TOOL, ResultKind.DENIED,
+                          ResultKind.APPROVAL_REQUIRED, ResultKind.NOT_RUN})
+#: the handler returned (or its stored result was replayed): the effect happened
+_DONE = frozenset({ResultKind.OK, ResultKind.RESULT_UNUSABLE})
 
 
 def write_records(results: Iterable[ToolResult], registry: Registry, step: int) -> tuple[WriteRecord, ...]:
-    """The writes among ``results`` (answers to the calls of model turn ``step``) that took effect or may have:
-    a result of a write tool of ``registry`` answered ``ok`` or ``result_unusable`` (the handler returned), and
-    any ``outcome_unknown``. A result replayed from the ledger counts too: its effect happened, earlier."""
+    """The writes among ``results`` (answers to the calls of model turn ``step``) that took effect or may have.
+    The one rule the fallback and ``LoopResult.writes`` share: a write tool's call answered ``ok`` or
+    ``result_unusable`` (the handler returned; a result replayed from the ledger counts too, its effect happened
+    earlier) took effect; any other answer except those that run nothing (``invalid_arguments``,
+    ``unknown_tool``, ``denied``, ``approval_required``, ``not_run``) may have: ``outcome_unknown``,
+    ``handler_timeout``, and a handler that started and raised (``handler_failed``, ``tool_error``: it may have
+    changed something before it raised). Any ``outcome_unknown`` counts, whatever its tool."""
     records = []
     for r in results:
-        outcome = _WRITE_OUTCOMES.get(r.kind)
-        if outcome is None:
+        tool = registry.get(r.name) if r.name is not None else None
+        is_write = tool is not None and tool.effect == "write"
+        if r.kind is ResultKind.OUTCOME_UNKNOWN:
+            outcome = WriteOutcome.OUTCOME_UNKNOWN
+        elif not is_write or r.kind in _NOTHING_RAN:
             continue
-        tool = registry.get(r.name)
-        if outcome is WriteOutcome.OK and (tool is None or tool.effect != "write"):
-            continue
+        else:
+            outcome = WriteOutcome.OK if r.kind in _DONE else WriteOutcome.OUTCOME_UNKNOWN
         records.append(WriteRecord(name=r.name, call_id=r.call_id, outcome=outcome, result_kind=r.kind.value,
                                    step=step))
     return tuple(records)

@@ -25,7 +25,8 @@ of its calls:
    a timeout is ``handler_timeout``. Writes: never re-run automatically. The ledger records ``started`` before the
    handler (after the state table allowed the dispatch) and ``completed`` with the result after; a key found
    ``completed`` is answered with the stored result (nothing runs), one found ``started`` only with
-   ``outcome_unknown`` (nothing runs). A write that raised is ``handler_failed`` (and recorded, so it is not
+   ``outcome_unknown`` (nothing runs); a ledger that cannot read or claim (down, locked past its timeout) runs
+   nothing and answers the write ``outcome_unknown``, since whether it ran before cannot be checked. A write that raised is ``handler_failed`` (and recorded, so it is not
    re-run); one that timed out, or raised ``OutcomeUnknown``, is ``outcome_unknown`` and its entry stays
    ``started``. A handler that raises ``ToolError`` answered: ``tool_error`` with the exception's content, never
    retried, and recorded as a write's completed outcome (``OutcomeUnknown`` in a read is an exception like any
@@ -187,6 +188,12 @@ def _raised(outcome: _Outcome) -> _Outcome:
     if outcome.status == "ok" and isinstance(outcome.value, (ToolError, OutcomeUnknown)):
         return _Outcome("error", outcome.value)
     return outcome
+
+
+def _unchecked_write_text(name: str) -> str:
+    return (f"{name} changes state and its idempotency ledger is unavailable, so whether it already ran (in an "
+            "earlier dispatch of this call) cannot be checked: it may or may not have taken effect. Nothing was run "
+            "now.")
 
 
 def _short(text: object, limit: int = 100) -> str:
@@ -480,9 +487,14 @@ class Dispatcher:
             for p in plans:
                 call = p.call
                 if choice_unchecked is not None:
-                    self._reject(p, K.NOT_RUN, "Not run: whether another choice of this response was already "
-                                               "dispatched cannot be checked (the ledger is unavailable), so "
-                                               "nothing of this one was run.")
+                    tool = self.registry.get(call.name)
+                    if tool is not None and tool.effect == "write":
+                        # this choice may have been dispatched before, and its writes run: not "not run"
+                        self._reject(p, K.OUTCOME_UNKNOWN, _unchecked_write_text(tool.name))
+                    else:
+                        self._reject(p, K.NOT_RUN, "Not run: whether another choice of this response was already "
+                                                   "dispatched cannot be checked (the ledger is unavailable), so "
+                                                   "nothing of this one was run.")
                     continue
                 if not clean and not allow_unclean:
                     why = self._unclean_reason(turn)
@@ -970,22 +982,23 @@ class Dispatcher:
         return False
 
     def _ledger_failed(self, p: _Plan, conversation_id: str, op: str, exc: BaseException) -> None:
-        """The ledger could not be used before the call ran: answer ``not_run`` (nothing was started)."""
+        """The ledger could not be used before the write ran. Nothing runs now; but on a look-up (``read``) or a
+        claim the write's record could not be read, so it may have run in an earlier dispatch of the same call:
+        ``outcome_unknown``, never "not run". Only an approval that could not be recorded (its look-up had just
+        found no record) is ``not_run``."""
         call, tool = p.call, p.tool
         _log.emit(_log.ERROR, "dispatch.ledger_error", provider=call.provider, conversation_id=conversation_id,
                   call_id=call.call_id, local_id=call.local_id, name=tool.name, op=op,
                   error=f"{type(exc).__name__}: {_short(exc, 200)}")
-        if op == "claim":
-            text = f"Not run: {tool.name} changes state and its idempotency ledger is unavailable, so it was not run."
-        elif op == "read":
-            text = (f"Not run now: {tool.name} changes state and its idempotency ledger is unavailable, so whether "
-                    "it ran before cannot be checked; it was not run again.")
+        if op in ("claim", "read"):
+            kind, text = K.OUTCOME_UNKNOWN, _unchecked_write_text(tool.name)
         else:
+            kind = K.NOT_RUN
             text = f"Not run: the approval of {tool.name} could not be recorded because the ledger is unavailable."
         if p.rec is not None and p.rec.state is CallState.DISPATCHED:
-            self._answer(p, self._result(call, K.NOT_RUN, text))
+            self._answer(p, self._result(call, kind, text))
         else:
-            self._reject(p, K.NOT_RUN, text)
+            self._reject(p, kind, text)
 
     def _write_end(self, p: _Plan, key: LedgerKey, outcome: _Outcome, conversation_id: str,
                    complete: Callable[[LedgerKey, ToolResult], None]) -> None:
