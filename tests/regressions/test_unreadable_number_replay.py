@@ -53,3 +53,18 @@ def test_no_message_to_replay_names_both_causes():
     parser.close()
     with pytest.raises(toolwire.UsageError, match="keep_calls=False.*provider's data"):
         toolwire.history_messages(parser.turn, [])
+
+
+@pytest.mark.parametrize("number", NUMBERS)
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_body_with_an_unreadable_number_in_an_ignored_field_keeps_its_calls_and_text(provider, number):
+    """The number is in a field no dialect reads: the body is the same turn without it, so its calls are whole
+    and its message replays them (Bedrock decoded the whole body at once, so the number made it a protocol
+    error and its calls were lost)."""
+    plain = body(provider, [("call_1", "lookup", {"q": "x"})], text="hello")
+    expected = toolwire.parse(provider, plain)
+    turn = toolwire.parse(provider, _with_ignored_number(plain, NUMBERS[number]))
+    assert turn.error is None, turn.error
+    assert [(c.name, c.args, c.state) for c in turn.calls] == [(c.name, c.args, c.state) for c in expected.calls]
+    assert turn.text == expected.text
+    assert toolwire.history_messages(turn, []) == toolwire.history_messages(expected, [])

@@ -281,6 +281,22 @@ class _Converse(msgspec.Struct, gc=False):
     additionalModelResponseFields: Any = None
 
 
+_CONVERSE_MEMBERS = msgspec.json.Decoder(_Converse)
+
+
+def _whole_members(data: bytes) -> dict[str, Any] | None:
+    """The members of a whole Converse body that toolwire reads, when the body as a whole does not decode into
+    Python values: members it ignores are skipped without being converted (a number like ``1e400`` there is
+    valid JSON that no Python value takes). None when those members do not decode either, or it is no body."""
+    try:
+        body = _CONVERSE_MEMBERS.decode(data)
+    except msgspec.DecodeError:
+        return None
+    if body.output is None and body.stopReason is None:
+        return None
+    return {f: getattr(body, f) for f in body.__struct_fields__}
+
+
 _SHAPES: dict[str, type[msgspec.Struct]] = {
     "messageStart": _MessageStart, "contentBlockStart": _BlockStart, "contentBlockDelta": _BlockDelta,
     "contentBlockStop": _BlockStop, "messageStop": _MessageStop, "metadata": _Metadata}
@@ -328,7 +344,11 @@ class BedrockConverseCodec(Codec):
         try:
             doc = _DECODE.decode(data)
         except msgspec.DecodeError as exc:
-            self.unrecognised(exc, data)
+            whole = _whole_members(data) if event is None else None
+            if whole is None:
+                self.unrecognised(exc, data)
+            else:  # a whole body with a value no Python type takes in a member toolwire never reads
+                self._whole_body(whole, data)
             return
         if not isinstance(doc, dict):
             self.unrecognised(ValueError(f"a JSON {type(doc).__name__}, not an object"), data)
