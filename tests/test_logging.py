@@ -42,6 +42,20 @@ def new_record() -> CallRecord:
     return CallRecord(provider="test", local_id="x", call_id="c1", name="t")
 
 
+def _logging_state(logs) -> str:
+    """What decides whether an event reaches ``capture_logs``: shown when a test finds events missing."""
+    import threading
+
+    from toolwire import _log
+
+    logger = logging.getLogger("toolwire")
+    return (f"captured={[e.get('event') for e in logs][:20]} same_logger={_log.stdlib_logger is logger} "
+            f"disabled={logger.disabled} level={logger.level} debug_enabled={logger.isEnabledFor(logging.DEBUG)} "
+            f"manager.disable={logger.manager.disable} structlog_configured={structlog.is_configured()} "
+            f"processors={structlog.get_config()['processors']} "
+            f"threads={[t.name for t in threading.enumerate()]}")
+
+
 def events_named(logs, name):
     return [entry for entry in logs if entry["event"] == name]
 
@@ -67,7 +81,7 @@ def test_every_transition_emits_call_transition(toolwire_debug):
     # only this record's events: a handler thread left by an earlier test may still log its own transitions
     transitions = [e for e in events_named(logs, "call.transition")
                    if e.get("provider") == "test" and e.get("call_id") == "c1"]
-    assert len(transitions) == len(rec.history) == 5
+    assert len(transitions) == len(rec.history) == 5, _logging_state(logs)
     for entry, step in zip(transitions, rec.history):
         assert TRANSITION_KEYS <= entry.keys()
         assert entry["log_level"] == "debug"
