@@ -109,8 +109,10 @@ def _scrub_plain(text: str) -> str:
     for secret in _secrets:
         if secret in text:
             text = text.replace(secret, REDACTED)
+        # a prefix of it at the end of a cut excerpt; a whole short value that merely equals a secret's first
+        # characters (a provider named "test" beside a key "test-…") is not an excerpt of it
         for n in range(min(len(secret) - 1, len(text)), _MIN_TAIL - 1, -1):
-            if text.endswith(secret[:n]):
+            if text.endswith(secret[:n]) and (n < len(text) or n >= _MIN_SECRET):
                 text = text[:-n] + REDACTED
                 break
     if "sk-" in text or "AIza" in text or "AKIA" in text or "earer" in text or "EARER" in text \
