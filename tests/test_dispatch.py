@@ -436,8 +436,9 @@ def test_ledger_key_held_by_another_tool_runs_nothing(world):
     assert any(e["event"] == "dispatch.ledger_conflict" for e in logs)
 
 
-def test_write_failure_is_handler_failed_and_never_rerun(world):
-    """A write whose handler raises is handler_failed; dispatching it again runs nothing."""
+def test_write_failure_is_outcome_unknown_and_never_rerun(world):
+    """A write whose handler raises may have taken effect first: outcome_unknown; dispatching it again runs
+    nothing and says the same."""
     attempts = []
 
     def save_measurement(kind: str, value: float, unit: str) -> str:
@@ -446,9 +447,9 @@ def test_write_failure_is_handler_failed_and_never_rerun(world):
 
     reg = Registry([Tool.from_function(save_measurement, effect="write")])
     d = Dispatcher(reg, read_retries=5, backoff=0)
-    assert kinds(d.run(anthropic_turn(SAVE), conversation_id="c")) == ["handler_failed"]
+    assert kinds(d.run(anthropic_turn(SAVE), conversation_id="c")) == ["outcome_unknown"]
     second = d.run(anthropic_turn(SAVE), conversation_id="c")
-    assert kinds(second) == ["handler_failed"] and "ConnectionError" in second[0].content
+    assert kinds(second) == ["outcome_unknown"] and "ConnectionError" in second[0].content
     assert len(attempts) == 1
 
 

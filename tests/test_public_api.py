@@ -66,6 +66,7 @@ PINNED_ALL = [
     "LinkPart",
     "ToolError",
     "OutcomeUnknown",
+    "HandlerNotStarted",
     "ResultKind",
     "Decision",
     "PolicyContext",
@@ -163,7 +164,7 @@ def test_public_exceptions_found():
         "ToolDeclarationError", "ToolNameError", "DuplicateToolError", "HandlerSignatureError", "ApprovalError",
         "ChoiceError", "LedgerError",
         "DeclarationLimitError", "ToolChoiceError", "StrictSchemaError", "SchemaConversionError",
-        "ToolError", "OutcomeUnknown",
+        "ToolError", "OutcomeUnknown", "HandlerNotStarted",
     }
 
 

@@ -72,6 +72,7 @@ from .registry import (
     LinkPart,
     ToolError,
     OutcomeUnknown,
+    HandlerNotStarted,
     assert_registry_matches,
     tool,
 )
@@ -166,6 +167,7 @@ __all__ = [
     "LinkPart",
     "ToolError",
     "OutcomeUnknown",
+    "HandlerNotStarted",
     "Decision",
     "PolicyContext",
     "ApprovalRequest",

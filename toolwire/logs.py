@@ -118,9 +118,9 @@ CATALOGUE: dict[str, EventSpec] = {
         "warning", "call_id conversation_id local_id name provider attempt effect timeout",
         "a handler ran past its timeout"),
     "dispatch.outcome_unknown": _spec(
-        "warning", "call_id conversation_id local_id name provider reason",
-        "a write was started before and never confirmed, or its handler raised OutcomeUnknown (reason "
-        "handler_raised): nothing runs again"),
+        "warning", "call_id conversation_id local_id name provider reason error",
+        "a write was started before and never confirmed, or its handler raised (reason handler_raised; error: "
+        "the exception's type, unless it was OutcomeUnknown): nothing runs again"),
     "dispatch.ledger_replay": _spec(
         "info", "call_id conversation_id local_id name provider kind",
         "a write already completed: its stored result is returned, nothing runs"),

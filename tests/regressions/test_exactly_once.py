@@ -200,11 +200,11 @@ def test_replanned_write_without_idempotency_key_runs_again(mode):
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("bad", [lambda args: 1 / 0, lambda args: 5, lambda args: ""])
 def test_idempotency_key_that_fails_runs_nothing(mode, bad):
-    """An idempotency_key function that raises or gives no string: handler_failed, nothing runs."""
+    """An idempotency_key function that raises or gives no string: not_run (the handler never started)."""
     diary = Diary()
     with capture_logs() as logs:
         [r] = dispatch(mode, Dispatcher(diary.registry(key=bad)), add("openai-chat"), conversation_id="c")
-    assert r.kind is K.HANDLER_FAILED and diary.items == []
+    assert r.kind is K.NOT_RUN and diary.items == []
     assert any(e["event"] == "dispatch.idempotency_key_error" for e in logs)
 
 

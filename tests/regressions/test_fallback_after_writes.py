@@ -150,9 +150,9 @@ def _refuses() -> None:
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("provider", PROVIDERS)
-@pytest.mark.parametrize(("after_effect", "kind"), [(_fails, "handler_failed"), (_refuses, "tool_error")])
+@pytest.mark.parametrize(("after_effect", "kind"), [(_fails, "outcome_unknown"), (_refuses, "tool_error")])
 def test_a_write_whose_handler_raised_is_listed_as_may_have_run(sim, provider, mode, after_effect, kind):
-    """The write's handler started and raised (``handler_failed``, or a ``ToolError`` of its own), then the
+    """The write's handler started and raised (``outcome_unknown``, or a ``ToolError`` of its own), then the
     provider fails: the fallback says the action may have been done, and ``writes`` says the same thing, so
     what the user reads and what the application reads never disagree."""
     world = DemoWorld()

@@ -9,7 +9,7 @@ bounds (``MCPProtocolError``).
 from __future__ import annotations
 
 from ..errors import ToolwireError
-from ..registry.content import OutcomeUnknown
+from ..registry.content import HandlerNotStarted, OutcomeUnknown
 
 __all__ = ["MCPServerError", "MCPConnectionError", "MCPProtocolError", "MCPUnreadableAnswer"]
 
@@ -24,10 +24,10 @@ class MCPServerError(ToolwireError):
         self.server = server
 
 
-class MCPConnectionError(MCPServerError):
+class MCPConnectionError(MCPServerError, HandlerNotStarted):
     """The server could not be started or reached, or its session could not be set up, after ``attempts``
     tries; ``cause`` is the last failure, in one line. Raised by a handler, the call is answered
-    ``handler_failed``: nothing was sent, so nothing ran."""
+    ``handler_failed`` (a ``HandlerNotStarted``): nothing was sent, so nothing ran."""
 
     def __init__(self, message: str, *, server: str, attempts: int, cause: str) -> None:
         super().__init__(message, server=server)

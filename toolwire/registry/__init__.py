@@ -12,7 +12,7 @@ The decorator's name ``tool`` hides the submodule ``toolwire.registry.tool`` as 
 """
 
 from .approval import Approval, ApprovalRequest, Decision, PolicyContext, arguments_sha256, canonical_arguments
-from .content import AudioPart, Content, ImagePart, LinkPart, OutcomeUnknown, Part, ResourcePart, TextPart, ToolError
+from .content import AudioPart, Content, HandlerNotStarted, ImagePart, LinkPart, OutcomeUnknown, Part, ResourcePart, TextPart, ToolError
 from .context import ToolContext
 from .dispatch import Dispatcher, Policy
 from .decorator import tool
@@ -51,6 +51,7 @@ __all__ = [
     "LinkPart",
     "ToolError",
     "OutcomeUnknown",
+    "HandlerNotStarted",
     "Decision",
     "PolicyContext",
     "ApprovalRequest",

@@ -24,6 +24,7 @@ import msgspec
 from ..errors import ToolwireError
 
 __all__ = [
+    "HandlerNotStarted",
     "TextPart",
     "ImagePart",
     "AudioPart",
@@ -93,6 +94,14 @@ class ToolError(ToolwireError):
     def __init__(self, content: Any) -> None:
         super().__init__(content if isinstance(content, str) else "the tool answered with an error")
         self.content = content
+
+
+class HandlerNotStarted(ToolwireError):
+    """Raised by a handler that certifies it did nothing: it checked before acting and never began (as the MCP
+    client does when no session could be opened, so nothing was sent).
+
+    The call is answered ``handler_failed``. Any other exception a write's handler raises (but ``ToolError``, its
+    own answer) may have come after its effect, so that write is answered ``outcome_unknown``."""
 
 
 class OutcomeUnknown(ToolwireError):

@@ -26,9 +26,14 @@ of its calls:
    handler (after the state table allowed the dispatch) and ``completed`` with the result after; a key found
    ``completed`` is answered with the stored result (nothing runs), one found ``started`` only with
    ``outcome_unknown`` (nothing runs); a ledger that cannot read or claim (down, locked past its timeout) runs
-   nothing and answers the write ``outcome_unknown``, since whether it ran before cannot be checked. A write that raised is ``handler_failed`` (and recorded, so it is not
-   re-run); one that timed out, or raised ``OutcomeUnknown``, is ``outcome_unknown`` and its entry stays
-   ``started``. A handler that raises ``ToolError`` answered: ``tool_error`` with the exception's content, never
+   nothing and answers the write ``outcome_unknown``, since whether it ran before cannot be checked (a ledger
+   answer that is not a ``LedgerRecord`` counts as a failed ledger). A write that raised may have taken effect
+   first: ``outcome_unknown`` (recorded as its completed outcome, so it is not re-run and a replay says the
+   same), unless the exception is a ``HandlerNotStarted`` (``handler_failed``: nothing began); one that timed
+   out, or raised ``OutcomeUnknown``, is ``outcome_unknown`` and its entry stays ``started``. A handler's own
+   ``CancelledError`` (it awaited something cancelled elsewhere) is a failure like any other; only a run
+   cancelled from outside ends with ``CancelledError``. A write of a turn that did not finish cleanly is answered
+   by its record when it ran before (with ``allow_unclean``), else ``not_run``. A handler that raises ``ToolError`` answered: ``tool_error`` with the exception's content, never
    retried, and recorded as a write's completed outcome (``OutcomeUnknown`` in a read is an exception like any
    other). The key is the call *instance* (see ``ledger``), or the tool's own ``idempotency_key``.
 5. A value the handler returned that cannot be sent as JSON (nor as text), or ``Content`` that fails its checks
@@ -88,9 +93,9 @@ from .approval import (
 )
 from . import _rich
 from ._steps import Steps, adrive, drive
-from .content import Content, OutcomeUnknown, ToolError
+from .content import Content, HandlerNotStarted, OutcomeUnknown, ToolError
 from .context import ToolContext, context_parameter
-from .errors import ApprovalError, ChoiceError
+from .errors import ApprovalError, ChoiceError, LedgerError
 from .ledger import Ledger, LedgerKey, LedgerRecord, MemoryLedger
 from .registry import Registry
 from .result import ResultKind, ToolResult
@@ -185,9 +190,32 @@ class _Outcome:
 
 def _raised(outcome: _Outcome) -> _Outcome:
     """A ``ToolError`` or ``OutcomeUnknown`` a handler returned instead of raising counts as raised."""
-    if outcome.status == "ok" and isinstance(outcome.value, (ToolError, OutcomeUnknown)):
+    if outcome.status == "ok" and _is_instance(outcome.value, (ToolError, OutcomeUnknown)):
         return _Outcome("error", outcome.value)
     return outcome
+
+
+def _checked(record: Any) -> LedgerRecord | None:
+    """A ledger's answer, when it is one: None, or a ``LedgerRecord`` whose status, fingerprint and result have
+    their types. Anything else (``False``, a ``dict``, a record whose result is a plain ``dict``, as a ledger
+    storing JSON may give back) is a ``LedgerError``: the ledger failed, so nothing runs and a write that may have
+    run is answered ``outcome_unknown``."""
+    if record is None:
+        return None
+    if (isinstance(record, LedgerRecord) and record.status in ("started", "completed")
+            and isinstance(record.fingerprint, str)
+            and (record.result is None or isinstance(record.result, ToolResult))):
+        return record
+    raise LedgerError(f"the ledger answered with a {type(record).__name__}, not a LedgerRecord (status "
+                      "'started' or 'completed', a str fingerprint, a ToolResult or None as result)")
+
+
+def _is_instance(value: Any, types: type | tuple[type, ...]) -> bool:
+    """``isinstance``, False for a value whose ``__class__`` raises (an unbound lazy proxy a handler returned)."""
+    try:
+        return isinstance(value, types)
+    except Exception:  # noqa: BLE001
+        return False
 
 
 def _unchecked_write_text(name: str) -> str:
@@ -331,7 +359,7 @@ class Dispatcher:
                     record, failure = None, None
                     if p.waiting.result is None and p.waiting.claimed is not None:
                         try:
-                            record = self.ledger.get(p.waiting.claimed)
+                            record = _checked(self.ledger.get(p.waiting.claimed))
                         except Exception as exc:  # noqa: BLE001 - a ledger of the application's may raise anything
                             failure = exc
                     self._answer_waiting(p, record, failure)
@@ -376,7 +404,7 @@ class Dispatcher:
                     record, failure = None, None
                     if p.waiting.result is None and p.waiting.claimed is not None:
                         try:
-                            record = await self._aledger("get", p.waiting.claimed)
+                            record = _checked(await self._aledger("get", p.waiting.claimed))
                         except Exception as exc:  # noqa: BLE001 - a ledger of the application's may raise anything
                             failure = exc
                     self._answer_waiting(p, record, failure)
@@ -439,13 +467,13 @@ class Dispatcher:
     # awaiting ``_aledger``.
     def _ledger_request(self, request: tuple[LedgerKey, str] | _Get) -> LedgerRecord | None:
         if isinstance(request, _Get):
-            return self.ledger.get(request.key)
-        return self.ledger.claim(*request)
+            return _checked(self.ledger.get(request.key))
+        return _checked(self.ledger.claim(*request))
 
     async def _aledger_request(self, request: tuple[LedgerKey, str] | _Get) -> LedgerRecord | None:
         if isinstance(request, _Get):
-            return await self._aledger("get", request.key)
-        return await self._aledger("claim", *request)
+            return _checked(await self._aledger("get", request.key))
+        return _checked(await self._aledger("claim", *request))
 
     def _prepare(self, turn: Turn, conversation_id: str, turn_id: str | None, choice: int,
                  approvals: Iterable[Approval], allow_unclean: bool) -> Steps[list[_Plan]]:
@@ -497,12 +525,7 @@ class Dispatcher:
                                                    "nothing of this one was run.")
                     continue
                 if not clean and not allow_unclean:
-                    why = self._unclean_reason(turn)
-                    if next_state(call.state, Trigger.REJECT):
-                        self._reject(p, K.NOT_RUN, f"Not run: {why}. No tool was run for this response.")
-                    else:
-                        p.result = self._result(call, K.NOT_RUN,
-                                                f"Not run: {why}. No tool was run for this response.")
+                    yield from self._unclean(p, turn, conversation_id)
                     continue
                 if call.state in _NOT_RUNNABLE:
                     reason = call.problem.message if call.problem else call.state.value
@@ -690,24 +713,8 @@ class Dispatcher:
                              f"Invalid arguments for {tool.name}: {exc.message}. Nothing was run; "
                              "correct the arguments and call again.")
                 return
-        # the ledger key a write claims: the tool's own idempotency key, else the call instance
-        p.key = p.instance
-        p.fingerprint = f"{tool.name}:{p.args_hash}"
-        if tool.effect == "write" and tool.idempotency_key is not None:
-            try:
-                own = tool.idempotency_key(_json_decode(msgspec.json.encode(p.args)) if tool.kind != "custom"
-                                           else call.raw_arguments)
-                if not isinstance(own, str) or not own:
-                    raise TypeError(f"idempotency_key returned {type(own).__name__}, not a non-empty str")
-            except Exception as exc:  # noqa: BLE001 - the key function is application code
-                _log.emit(_log.ERROR, "dispatch.idempotency_key_error", provider=call.provider,
-                          conversation_id=conversation_id, call_id=call.call_id, local_id=call.local_id,
-                          name=tool.name, error=type(exc).__name__)
-                self._reject(p, K.HANDLER_FAILED, f"{tool.name} could not be started: its idempotency key could "
-                                                  "not be computed. Nothing was run.")
-                return
-            p.key = LedgerKey.for_idempotency_key(conversation_id, tool.name, own)
-            p.fingerprint = tool.name
+        if not self._set_key(p, tool, conversation_id):
+            return
         # 3. a write that ran before (after a restart, or once this dispatcher forgot its answer) is answered by
         # its ledger record: the policy decides only calls that have not run. Without a policy every call is
         # allowed and the write's claim finds the same record, so nothing is looked up here.
@@ -747,6 +754,61 @@ class Dispatcher:
                          + "; it has not run.", approval=request)
             return
         # runs in phase 2
+
+    def _set_key(self, p: _Plan, tool: Tool, conversation_id: str) -> bool:
+        """The ledger key a write claims (``p.key``, ``p.fingerprint``): the tool's own idempotency key, else the
+        call instance. False when the key function failed (``p`` is then answered ``not_run``)."""
+        call = p.call
+        p.key = p.instance
+        p.fingerprint = f"{tool.name}:{p.args_hash}"
+        if tool.effect == "write" and tool.idempotency_key is not None:
+            try:
+                own = tool.idempotency_key(_json_decode(msgspec.json.encode(p.args)) if tool.kind != "custom"
+                                           else call.raw_arguments)
+                if not isinstance(own, str) or not own:
+                    raise TypeError(f"idempotency_key returned {type(own).__name__}, not a non-empty str")
+            except Exception as exc:  # noqa: BLE001 - the key function is application code
+                _log.emit(_log.ERROR, "dispatch.idempotency_key_error", provider=call.provider,
+                          conversation_id=conversation_id, call_id=call.call_id, local_id=call.local_id,
+                          name=tool.name, error=type(exc).__name__)
+                self._reject(p, K.NOT_RUN, f"Not run: {tool.name} could not be started because its idempotency "
+                                           "key could not be computed. Nothing was run.")
+                return False
+            p.key = LedgerKey.for_idempotency_key(conversation_id, tool.name, own)
+            p.fingerprint = tool.name
+        return True
+
+    def _unclean(self, p: _Plan, turn: Turn, conversation_id: str) -> Steps[None]:
+        """A call of a turn that did not finish cleanly: it does not run. A write that ran before (dispatched with
+        ``allow_unclean``, or judged clean when it ran) is answered by what this dispatcher remembers or by its
+        ledger record, never "not run"; every other call is ``not_run``."""
+        call = p.call
+        text = f"Not run: {self._unclean_reason(turn)}. No tool was run for this response."
+        tool = self.registry.get(call.name)
+        if tool is not None and tool.effect == "write" and call.state is CallState.COMPLETE:
+            with self._answered_lock:
+                before = self._answered.get((p.instance.conversation_id, p.instance.call_key))
+            if before is not None:
+                self._dispatch(p)
+                self._answer(p, msgspec.structs.replace(before, call_id=call.call_id, local_id=call.local_id,
+                                                        name=call.name, history=[]))
+                return
+            p.tool = tool
+            if not self._set_key(p, tool, conversation_id):
+                return
+            try:
+                record = yield _Get(p.key)
+            except Exception as exc:  # noqa: BLE001 - a ledger of the application's may raise anything
+                self._ledger_failed(p, conversation_id, "read", exc)
+                return
+            if record is not None and (not record.fingerprint or record.fingerprint == p.fingerprint):
+                self._dispatch(p)
+                self._write_claimed(p, conversation_id, record, None)  # the stored result or outcome_unknown
+                return
+        if next_state(call.state, Trigger.REJECT):
+            self._reject(p, K.NOT_RUN, text)
+        else:
+            p.result = self._result(call, K.NOT_RUN, text)
 
     def _decide(self, call: ToolCall, tool: Tool, turn: Turn, conversation_id: str) -> Decision:
         if self.policy is None:
@@ -943,7 +1005,7 @@ class Dispatcher:
         """Claim the write's ledger key (after the table allowed its dispatch): the existing record, or the
         ledger's failure."""
         try:
-            return self.ledger.claim(p.key, p.fingerprint), None
+            return _checked(self.ledger.claim(p.key, p.fingerprint)), None
         except Exception as exc:  # noqa: BLE001 - a ledger of the application's may raise anything
             return None, exc
 
@@ -1027,12 +1089,22 @@ class Dispatcher:
             result = self._ok_result(p, outcome.value, conversation_id)
         elif isinstance(outcome.value, ToolError):
             result = self._tool_error(p, outcome.value, conversation_id)  # recorded as the completed outcome
-        else:
+        elif isinstance(outcome.value, HandlerNotStarted):  # the handler certifies it never began
             exc = outcome.value
             _log.emit(_log.WARNING, "dispatch.handler_failed", provider=call.provider,
                       conversation_id=conversation_id, call_id=call.call_id, local_id=call.local_id, name=tool.name,
                       effect="write", error=type(exc).__name__, attempt=p.attempts, will_retry=False)
             result = self._result(call, K.HANDLER_FAILED, self._failure_text(tool, exc))
+        else:
+            # it started and raised: before its effect or after it, nobody knows. Recorded as the completed
+            # outcome, so a replay says the same and nothing runs it again
+            exc = outcome.value
+            _log.emit(_log.WARNING, "dispatch.outcome_unknown", provider=call.provider,
+                      conversation_id=conversation_id, call_id=call.call_id, local_id=call.local_id, name=tool.name,
+                      reason="handler_raised", error=type(exc).__name__)
+            result = self._result(call, K.OUTCOME_UNKNOWN,
+                                  f"{tool.name} raised {type(exc).__name__} after it started: it may or may not have "
+                                  "taken effect. It will not be run again automatically; check before retrying.")
         try:
             complete(key, result)
         except Exception as exc:  # noqa: BLE001 - the effect happened: the caller still gets its result
@@ -1079,7 +1151,10 @@ class Dispatcher:
     def _answer_value(self, p: _Plan, value: Any, kind: ResultKind, conversation_id: str) -> ToolResult:
         """``kind`` (``ok`` or ``tool_error``) with the handler's value: ``Content`` checked and capped, anything
         else as JSON (or its text), capped; ``result_unusable`` when it cannot be sent."""
-        rich = _rich.as_content(value)
+        try:
+            rich = _rich.as_content(value)
+        except Exception:  # noqa: BLE001 - a value whose type cannot be asked (an unbound lazy proxy)
+            return self._unusable(p, "a value whose type cannot be read")
         if rich is not None:
             return self._rich_result(p, rich, kind, conversation_id)
         content, usable = _jsonable(value, p.call, conversation_id)
@@ -1254,7 +1329,7 @@ class Dispatcher:
     async def _arun_write(self, p: _Plan, conversation_id: str) -> None:
         self._dispatch(p)  # the table first: a call it refuses never leaves a ledger entry
         try:
-            existing, failure = await self._aledger("claim", p.key, p.fingerprint), None
+            existing, failure = _checked(await self._aledger("claim", p.key, p.fingerprint)), None
         except Exception as exc:  # noqa: BLE001 - a ledger of the application's may raise anything
             existing, failure = None, exc
         if not self._write_claimed(p, conversation_id, existing, failure):
@@ -1299,7 +1374,7 @@ class Dispatcher:
             outcome = await asyncio.wait_for(asyncio.shield(fut), timeout)
         except TimeoutError:
             return _Outcome("timeout")
-        if outcome.status == "ok" and inspect.isawaitable(outcome.value):
+        if outcome.status == "ok" and _isawaitable(outcome.value):
             return await _within(outcome.value, timeout)
         return outcome
 
@@ -1334,11 +1409,11 @@ class _Job:
     def _call(self) -> _Outcome:
         try:
             r = self.invoke()
-            if self.awaited and inspect.isawaitable(r):
+            if self.awaited and _isawaitable(r):
                 r = asyncio.run(_within(r, self.timeout))
-            return r if isinstance(r, _Outcome) else _Outcome("ok", r)
-        except Exception as exc:  # a handler's failure is a result
-            return _Outcome("error", exc)
+            return r if type(r) is _Outcome else _Outcome("ok", r)
+        except (Exception, asyncio.CancelledError) as exc:  # a handler's failure is a result; a sync function
+            return _Outcome("error", exc)                    # cannot be cancelled, so its CancelledError is its own
 
 
 class _DaemonPool:
@@ -1395,6 +1470,15 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_HANDLERS._forget_threads)
 
 
+def _isawaitable(value: Any) -> bool:
+    """``inspect.isawaitable``, False for a value whose type cannot even be asked (an unbound lazy proxy whose
+    ``__class__`` raises): the handler returned it, so its effect happened; the value is judged as a result."""
+    try:
+        return inspect.isawaitable(value)
+    except Exception:  # noqa: BLE001 - the handler's value, not a failure of the handler
+        return False
+
+
 def _ignore(job: _Job) -> None:
     pass
 
@@ -1406,6 +1490,11 @@ async def _within(awaitable: Any, timeout: float | None) -> _Outcome:
             return _Outcome("ok", await awaitable)
         except Exception as exc:  # noqa: BLE001
             return _Outcome("error", exc)
+        except asyncio.CancelledError as exc:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # this run is being cancelled: the cancellation goes on
+            return _Outcome("error", exc)  # the handler's own (it awaited something cancelled elsewhere)
 
     try:
         return await asyncio.wait_for(guarded(), timeout)
