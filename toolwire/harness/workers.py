@@ -179,7 +179,10 @@ class _Supervisor:
     def spawn(self, w: _Worker) -> None:
         ready = self.tmp / f"{w.name}.{w.spawns}.ready"
         w.spawns += 1
-        cmd = [sys.executable, "-m", "toolwire.harness.workers", "--executor-id", w.executor_id,
+        # the worker dies with the thread that starts it (PR_SET_PDEATHSIG): the main thread or the watcher,
+        # both live as long as the run
+        cmd = [sys.executable, "-m", "toolwire.harness.workers", "--supervisor", str(os.getpid()),
+               "--executor-id", w.executor_id,
                "--effects", str(self.effects_path),
                "--sim", self.sim_url, "--queue", self.queue, "--lang", self.lang, "--ready", str(ready),
                "--log", str(self.tmp / f"{w.name}.log"), "--concurrency", str(self.concurrency),
@@ -513,9 +516,41 @@ def print_report(report: WorkersReport, out: TextIO) -> None:
 
 
 # ==== the worker process =================================================================================================
+def _die_with_parent() -> bool:
+    """On Linux, have the kernel send SIGTERM to this process when the thread that started it ends (the
+    supervisor died); whether it could (elsewhere the worker polls ``getppid()``). ``TOOLWIRE_WORKER_PDEATHSIG=0``
+    leaves it to the polling."""
+    if not sys.platform.startswith("linux") or os.environ.get("TOOLWIRE_WORKER_PDEATHSIG") == "0":
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(1, int(signal.SIGTERM), 0, 0, 0) == 0  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return False
+
+
+def _watch_supervisor(supervisor: int, stop: threading.Event, ready: threading.Event) -> None:
+    """Poll ``getppid()`` against the supervisor's pid: once it has gone (or SIGTERM came), a worker that is
+    still starting leaves at once (it holds nothing yet); a ready one is stopped, and made to leave if its
+    clean stop takes more than 30 s."""
+    def run() -> None:
+        while not stop.wait(0.2):
+            if os.getppid() != supervisor:
+                stop.set()
+        if not ready.is_set():
+            os._exit(1)
+        time.sleep(30)
+        os._exit(1)
+
+    threading.Thread(target=run, name="toolwire-worker-supervisor", daemon=True).start()
+
+
 def _worker_main(argv: Sequence[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m toolwire.harness.workers",
                                  description="one DBOS worker of toolwire demo --workers")
+    ap.add_argument("--supervisor", type=int, required=True, help="the pid of the supervisor (the parent)")
     ap.add_argument("--executor-id", required=True)
     ap.add_argument("--effects", required=True)
     ap.add_argument("--sim", required=True)
@@ -526,6 +561,17 @@ def _worker_main(argv: Sequence[str]) -> int:
     ap.add_argument("--write-pause", type=float, default=0.0)
     ap.add_argument("--concurrency", type=int, default=4)
     args = ap.parse_args(argv)
+
+    # before anything else: a worker never outlives its supervisor, not even one that died while it started
+    _die_with_parent()  # first, then the check: a death between the two is still seen
+    if os.getppid() != args.supervisor:
+        sys.stderr.write(f"the supervisor (pid {args.supervisor}) is not this worker's parent (any more): "
+                         "not starting\n")
+        return 1
+    stop, ready = threading.Event(), threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    _watch_supervisor(args.supervisor, stop, ready)
 
     import structlog
     from dbos import DBOS
@@ -559,16 +605,14 @@ def _worker_main(argv: Sequence[str]) -> int:
                                      timeout=5.0))
     DBOS(config={"name": "toolwire-demo", "system_database_url": database, "executor_id": args.executor_id,
                  "log_level": "WARNING"})
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
     DBOS.launch()
     DBOS.register_queue(args.queue, worker_concurrency=args.concurrency, polling_interval_sec=0.1)
+    ready.set()
+    if stop.is_set():  # the supervisor went (or SIGTERM came) while DBOS launched
+        os._exit(1)
     Path(args.ready).write_text(str(os.getpid()))
-    parent = os.getppid()
-    while not stop.wait(0.5):
-        if os.getppid() != parent:  # the supervisor died: a worker never outlives its demo
-            break
+    while not stop.wait(0.5):  # SIGTERM, SIGINT or the supervisor gone (see _watch_supervisor)
+        pass
     DBOS.destroy(workflow_completion_timeout_sec=5)
     for loop in loops:
         loop.close()
