@@ -105,6 +105,8 @@ class WorkersReport(msgspec.Struct, kw_only=True):
     seconds: float
     #: from the first enqueue to the last conversation's end (without the workers' start)
     busy_seconds: float = 0.0
+    #: DBOS steps recorded by the run's conversations (``run_workers(count_steps=True)``), else None
+    steps: int | None = None
 
 
 # ==== the supervisor ===================================================================================================
@@ -310,14 +312,16 @@ def _conversation_id(run_id: str, provider: str, scenario: str) -> str:
 def run_workers(workers: int = 4, database: str | None = None, *, kill_every: float | None = None,
                 providers: Sequence[str] | None = None, scenarios: Sequence[str] = WORKER_SCENARIOS, lang: str = "en",
                 timeout: float = 600.0, seed: int | None = None, rounds: int = 1, concurrency: int = 4,
-                on_run: Callable[[WorkerRun], None] | None = None) -> WorkersReport:
+                on_run: Callable[[WorkerRun], None] | None = None, count_steps: bool = False) -> WorkersReport:
     """Run every scenario for every dialect as a durable conversation on ``workers`` DBOS worker processes.
 
     ``database``: the DBOS system database (and the ledger's): ``sqlite:///PATH`` or ``postgresql://…``; a SQLite
     file in a temporary directory when None. ``kill_every``: seconds between random SIGKILLs (None: no kills).
     ``rounds``: conversations per dialect and scenario (the fault plans are per dialect and scenario, so the
     scenarios with faults see them in the first conversation that asks). ``concurrency``: conversations one
-    worker runs at once. Raises ``UsageError`` for bad arguments, workers that cannot start, or conversations that did not finish
+    worker runs at once. ``count_steps``: count the DBOS steps the conversations recorded (``steps`` in the report).
+    The run's queue and its workflows (status, inputs, outputs, steps) are removed from the DBOS system database
+    when it ends; the ledger's rows are kept. Raises ``UsageError`` for bad arguments, workers that cannot start, or conversations that did not finish
     within ``timeout`` seconds."""
     from dbos import DBOSClient
 
@@ -359,6 +363,8 @@ def run_workers(workers: int = 4, database: str | None = None, *, kill_every: fl
         sup.progress = lambda: finished[0] + sup.effects.count() + len(sim.requests)
         watcher = threading.Thread(target=sup.watch, name="toolwire-workers-watch", daemon=True)
         client = None
+        pending: list[tuple[str, str, str, str, Any]] = []
+        steps: int | None = None
         try:
             for w in sup.workers:
                 sup.spawn(w)
@@ -367,7 +373,6 @@ def run_workers(workers: int = 4, database: str | None = None, *, kill_every: fl
             watcher.start()
             from ..durable import enqueue
 
-            pending: list[tuple[str, str, str, str, Any]] = []
             busy = time.monotonic()
             for provider, scenario, round_ in ((p, s, r) for r in range(rounds) for p in providers
                                                for s in scenarios):
@@ -383,14 +388,34 @@ def run_workers(workers: int = 4, database: str | None = None, *, kill_every: fl
             sup.stop()
             if watcher.is_alive():
                 watcher.join(timeout=5)
-            if client is not None:
-                client.destroy()
+            try:
+                if client is None and any(w.ready.exists() for w in sup.workers if hasattr(w, "ready")):
+                    client = DBOSClient(system_database_url=sysdb)  # the workers registered the queue
+                if client is not None:
+                    steps = _remove_queue(client, queue, [p[3] for p in pending], count_steps=count_steps)
+            finally:
+                if client is not None:
+                    client.destroy()
         _attribute(runs, sup)
         if sup.failure is not None:
             raise WorkersError(f"a worker failed: {sup.failure}")
         return WorkersReport(workers=workers, database=_shown(database) if database else "sqlite (temporary)",
                              runs=runs, kills=sup.kills, restarts=sup.restarts,
-                             seconds=round(time.monotonic() - started, 3), busy_seconds=round(busy, 3))
+                             seconds=round(time.monotonic() - started, 3), busy_seconds=round(busy, 3),
+                             steps=steps)
+
+
+def _remove_queue(client: Any, queue: str, workflow_ids: list[str], *, count_steps: bool = False) -> int | None:
+    """Delete the run's workflows (with their inputs, outputs and steps) and its queue from the DBOS system
+    database, once the workers are stopped: nothing of the run is left to poll. The number of steps the
+    workflows recorded, when asked."""
+    found = client.list_workflows(queue_name=queue, load_input=False, load_output=False)
+    ids = list(dict.fromkeys([*workflow_ids, *(w.workflow_id for w in found)]))
+    steps = sum(len(client.list_workflow_steps(wf, load_output=False)) for wf in ids) if count_steps else None
+    if ids:
+        client.delete_workflows(ids)
+    client.delete_queue(queue)
+    return steps
 
 
 def _collect(pending: list[tuple[str, str, str, str, Any]], sup: _Supervisor, sim: Any, lang: str,
@@ -605,6 +630,9 @@ def _worker_main(argv: Sequence[str]) -> int:
                                      timeout=5.0))
     DBOS(config={"name": "toolwire-demo", "system_database_url": database, "executor_id": args.executor_id,
                  "log_level": "WARNING"})
+    # only this run's queue: queues other runs left in the system database are not polled (each one polled is a
+    # thread and a query every polling interval)
+    DBOS.listen_queues([args.queue])
     DBOS.launch()
     DBOS.register_queue(args.queue, worker_concurrency=args.concurrency, polling_interval_sec=0.1)
     ready.set()
