@@ -3,7 +3,7 @@ conversations through ``ToolLoop`` and through ``DurableLoop.run`` in this one p
 after the other, both with the same ``PostgresLedger`` on ``TOOLWIRE_BENCH_DSN`` (a fresh database, also the
 DBOS system database). Prints one JSON line: wall and CPU ms per conversation for each, their ratios, and the
 DBOS steps the durable conversations recorded (``operation_outputs`` rows, through ``DBOS.list_workflow_steps``).
-One conversation of each kind runs first, unmeasured (imports, connections).
+One conversation per dialect of each kind runs first, unmeasured (imports, connections).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ def main(argv: list[str]) -> int:
 
     from toolwire import Dispatcher, PostgresLedger
     from toolwire.harness import ToolLoop
+    from toolwire.harness.transport import HTTPTransport
     from toolwire.durable import DurableLoop
     from toolwire.harness.demo import DEMO_RETRY, demo_model, sim_providers
     from toolwire.harness.demo_tools import DemoWorld
@@ -45,19 +46,24 @@ def main(argv: list[str]) -> int:
 
     out: dict[str, Any] = {"conversations": len(work)}
     with sim.serve() as base_url:
-        # ---- plain: ToolLoop, one per conversation (its conversation id is the loop's) ----------------------------
+        # ---- plain: ToolLoop, one per conversation (its conversation id is the loop's), on one transport per
+        # dialect kept open, as each DurableLoop keeps its own ----------------------------------------------------
         regs = {(p, s): registry(s) for p in providers for s in scenarios}
+        transports = {p: HTTPTransport(p, model=demo_model(p), base_url=base_url, api_key="sim-key", timeout=5.0)
+                      for p in providers}
 
         def plain(p: str, s: str) -> None:
             reg = regs[p, s]
-            with ToolLoop(p, model=demo_model(p), registry=reg, dispatcher=Dispatcher(reg, ledger=ledger,
-                                                                                          backoff=0.01),
-                          base_url=base_url, api_key="sim-key", retry=DEMO_RETRY, timeout=5.0,
-                          conversation_id=f"plain-{uuid.uuid4().hex}") as loop:
-                loop.run(SCENARIOS[s].prompts["en"])
+            loop = ToolLoop(p, model=demo_model(p), registry=reg, transport=transports[p], retry=DEMO_RETRY,
+                            dispatcher=Dispatcher(reg, ledger=ledger, backoff=0.01),
+                            conversation_id=f"plain-{uuid.uuid4().hex}")
+            loop.run(SCENARIOS[s].prompts["en"])  # (not closed: that would close the shared transport)
 
-        plain(*work[0])
+        for p in providers:  # unmeasured: a first conversation per dialect (imports, connections)
+            plain(p, scenarios[0])
         out["plain"] = _measure(lambda: [plain(p, s) for p, s in work], len(work))
+        for t in transports.values():
+            t.close()
 
         # ---- durable: DurableLoop.run on DBOS launched here ------------------------------------------------------
         loops = {}
@@ -79,11 +85,16 @@ def main(argv: list[str]) -> int:
                     SCENARIOS[s].prompts["en"], conversation_id=wf, workflow_id=wf)
                 workflows.append(wf)
 
-            durable(*work[0])
+            for p in providers:
+                durable(p, scenarios[0])
             warm = len(workflows)
             out["durable"] = _measure(lambda: [durable(p, s) for p, s in work], len(work))
-            steps = sum(len(DBOS.list_workflow_steps(wf)) for wf in workflows[warm:])
-            out["durable"]["steps_per_conversation"] = steps / len(work)
+            names: dict[str, int] = {}
+            for wf in workflows[warm:]:
+                for step in DBOS.list_workflow_steps(wf):
+                    names[step["function_name"]] = names.get(step["function_name"], 0) + 1
+            out["durable"]["steps_per_conversation"] = sum(names.values()) / len(work)
+            out["durable"]["steps_by_name"] = {k: v / len(work) for k, v in sorted(names.items())}
         finally:
             DBOS.destroy()
             for loop in loops.values():
