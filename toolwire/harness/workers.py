@@ -391,7 +391,7 @@ def run_workers(workers: int = 4, database: str | None = None, *, kill_every: fl
         steps: int | None = None
         cpu: dict[str, float] | None = None
         error: WorkersError | None = None
-        busy = 0.0
+        busy = busy_from = 0.0
         try:
             for w in sup.workers:
                 sup.spawn(w)
@@ -400,7 +400,7 @@ def run_workers(workers: int = 4, database: str | None = None, *, kill_every: fl
             watcher.start()
             from ..durable import enqueue
 
-            busy = time.monotonic()
+            busy_from = time.monotonic()
             cpu_at = _cpu_now(sup)
             for provider, scenario, round_ in ((p, s, r) for r in range(rounds) for p in providers
                                                for s in scenarios):
@@ -412,7 +412,7 @@ def run_workers(workers: int = 4, database: str | None = None, *, kill_every: fl
                 pending.append((provider, scenario, conv, wf, handle))
             runs = _collect(pending, sup, sim, lang, client, None if timeout is None else started + timeout,
                             stall_timeout, on_run, finished, done)
-            busy = time.monotonic() - busy
+            busy = time.monotonic() - busy_from
             cpu = _cpu_spent(cpu_at, _cpu_now(sup))
         except WorkersError as exc:
             error = exc
@@ -425,6 +425,10 @@ def run_workers(workers: int = 4, database: str | None = None, *, kill_every: fl
                     client = DBOSClient(system_database_url=sysdb)  # the workers registered the queue
                 if client is not None:
                     steps = _remove_queue(client, queue, [p[3] for p in pending], count_steps=count_steps)
+            except Exception as exc:  # noqa: BLE001 - the database went away: the run fails, with its report
+                left = WorkersError(f"could not remove the run's queue {queue!r} from the DBOS system database "
+                                    f"({type(exc).__name__}): {str(exc).splitlines()[0][:200] if str(exc) else ''}")
+                error = error or left
             finally:
                 if client is not None:
                     client.destroy()
@@ -432,7 +436,8 @@ def run_workers(workers: int = 4, database: str | None = None, *, kill_every: fl
             error = WorkersError(f"a worker failed: {sup.failure}")
         if error is not None:
             runs = [done[wf] for *_, wf, _h in pending if wf in done]
-            busy = time.monotonic() - busy if busy else 0.0
+            if busy_from and not busy:
+                busy = time.monotonic() - busy_from
         _attribute(runs, sup)
         report = WorkersReport(workers=workers, database=_shown(database) if database else "sqlite (temporary)",
                                runs=runs, kills=sup.kills, restarts=sup.restarts,
