@@ -32,7 +32,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         raise UsageError(f"unknown --lang {args.lang!r}; expected one of: {', '.join(LOCALES)}")
     providers = sim_providers() if args.provider == "all" else (args.provider,)
     scenarios: tuple[str, ...] = SCENARIO_NAMES if args.scenario == "all" else (args.scenario,)
-    workers = args.workers is not None or args.database is not None or args.kill_every is not None
+    workers = args.workers is not None or args.database is not None or args.kill_every is not None \
+        or args.timeout is not None or args.stall_timeout is not None
     if args.scenario == "all" and (workers or not mcp_available()):
         # the MCP scenario needs toolwire[mcp], and its server process is not one a durable worker can resume
         scenarios = tuple(s for s in scenarios if s not in MCP_SCENARIOS)
@@ -57,7 +58,7 @@ def _demo_workers(args: argparse.Namespace, providers: Any, scenarios: Any) -> i
     import json
 
     if args.workers is None:
-        raise UsageError("--database and --kill-every go with --workers N")
+        raise UsageError("--database, --kill-every, --timeout and --stall-timeout go with --workers N")
     if args.trace:
         raise UsageError("--trace is not available with --workers")
     try:
@@ -72,8 +73,19 @@ def _demo_workers(args: argparse.Namespace, providers: Any, scenarios: Any) -> i
 
     signal.signal(signal.SIGTERM, terminate)
     on_run = None if args.json else (lambda wr: print_worker_run(wr, sys.stdout))
-    report = run_workers(args.workers, args.database, kill_every=args.kill_every, providers=providers,
-                         scenarios=scenarios, lang=args.lang, on_run=on_run)
+    from .harness.workers import WorkersError
+
+    try:
+        report = run_workers(args.workers, args.database, kill_every=args.kill_every, providers=providers,
+                             scenarios=scenarios, lang=args.lang, on_run=on_run, timeout=args.timeout,
+                             stall_timeout=120.0 if args.stall_timeout is None else args.stall_timeout)
+    except WorkersError as exc:
+        if exc.report is not None:  # what finished is still reported (exit 1, the reason on stderr)
+            if args.json:
+                print(json.dumps(report_to_json(exc.report), ensure_ascii=False, indent=2))
+            else:
+                print_report(exc.report, sys.stdout)
+        raise
     if args.json:
         print(json.dumps(report_to_json(report), ensure_ascii=False, indent=2))
     else:
@@ -198,6 +210,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     pd.add_argument("--kill-every", type=float, metavar="SECONDS",
                     help="with --workers: SIGKILL a random worker about every SECONDS (and some inside writes), "
                          "then restart it")
+    pd.add_argument("--timeout", type=float, metavar="SECONDS",
+                    help="with --workers: fail the run (exit 1, the report of what finished) after SECONDS "
+                         "(default: no limit)")
+    pd.add_argument("--stall-timeout", type=float, metavar="SECONDS",
+                    help="with --workers: fail the run when nothing progressed (no conversation finished, no "
+                         "effect, no provider request) for SECONDS (default 120)")
     pd.set_defaults(func=_cmd_demo)
 
     pc = sub.add_parser("chat", help="ask a real provider, running its tool calls through your tools",

@@ -62,7 +62,10 @@ _READY_TIMEOUT = 120.0
 
 class WorkersError(ToolwireError):
     """The workers could not do the job: one could not start, one died on its own, or conversations did not
-    finish in time (the CLI exits 1)."""
+    finish in time (the CLI exits 1). ``report``: once conversations were enqueued, the ``WorkersReport`` of
+    what finished (its ``error`` and ``unfinished`` set), else None."""
+
+    report: "WorkersReport | None" = None
 
 
 #: the worker reads its database URLs from the environment, never from its command line (``ps`` shows that)
@@ -105,6 +108,15 @@ class WorkersReport(msgspec.Struct, kw_only=True):
     seconds: float
     #: from the first enqueue to the last conversation's end (without the workers' start)
     busy_seconds: float = 0.0
+    #: DBOS steps recorded by the run's conversations (``run_workers(count_steps=True)``), else None
+    steps: int | None = None
+    #: CPU seconds from the first enqueue to the last conversation's end: ``supervisor`` (this process, with the
+    #: simulated provider's threads) and ``workers`` (all worker processes; Linux only, and only the processes
+    #: alive at both ends: without kills, all of them), else None
+    cpu_seconds: dict[str, float] | None = None
+    #: when the run failed: why, and the workflows of the conversations that did not finish
+    error: str | None = None
+    unfinished: list[str] = []
 
 
 # ==== the supervisor ===================================================================================================
@@ -167,8 +179,8 @@ class _Supervisor:
         self.kills: list[Kill] = []
         self.restarts = 0
         #: what the run has done so far (conversations finished, effects, model requests), as a function the
-        #: killer reads: a timed kill waits until the count moved since the last one, so that however slow the
-        #: machine, every kill is paid for by work done and the run always finishes
+        #: killer reads: a kill (timed or inside a write) waits until the count moved since the last one, so that
+        #: however slow the machine, every kill is paid for by work done and the run always finishes
         self.progress: Callable[[], int] = lambda: 0
         self._progress_at_kill = -1
         self.lock = threading.Lock()
@@ -179,7 +191,10 @@ class _Supervisor:
     def spawn(self, w: _Worker) -> None:
         ready = self.tmp / f"{w.name}.{w.spawns}.ready"
         w.spawns += 1
-        cmd = [sys.executable, "-m", "toolwire.harness.workers", "--executor-id", w.executor_id,
+        # the worker dies with the thread that starts it (PR_SET_PDEATHSIG): the main thread or the watcher,
+        # both live as long as the run
+        cmd = [sys.executable, "-m", "toolwire.harness.workers", "--supervisor", str(os.getpid()),
+               "--executor-id", w.executor_id,
                "--effects", str(self.effects_path),
                "--sim", self.sim_url, "--queue", self.queue, "--lang", self.lang, "--ready", str(ready),
                "--log", str(self.tmp / f"{w.name}.log"), "--concurrency", str(self.concurrency),
@@ -226,7 +241,13 @@ class _Supervisor:
                         conversation_id=conversation_id)
             self.kills.append(kill)
         proc.wait()
+        # what the run had done when the killed process was gone: no kill again before it moves
+        self._progress_at_kill = self.progress()
         kill.restarted = self.restart(w)
+
+    def may_kill(self) -> bool:
+        """The killer's rule: no kill (timed or inside a write) before the run made progress since the last one."""
+        return self.progress() != self._progress_at_kill
 
     def restart(self, w: _Worker) -> bool:
         """Start ``w`` again under its executor id (not once the run is ending); whether it was."""
@@ -255,14 +276,12 @@ class _Supervisor:
                 # the first effect always, then half of them: every killed run has a kill inside a write
                 if not any(k.in_write for k in self.kills) or self.rng.random() < 0.5:
                     victim = next((w for w in self.workers if w.proc is not None and w.proc.pid == pid), None)
-                    if victim is not None:
+                    if victim is not None and self.may_kill():
                         self.kill(victim, in_write=True, conversation_id=conversation)
             if next_kill is not None and time.monotonic() >= next_kill:
                 # only a worker that has been up for a while: one killed while it starts never gets to work
                 ready = [w for w in self.workers if self._up_for(w) >= self.kill_every / 2]
-                done = self.progress()
-                if ready and done != self._progress_at_kill:
-                    self._progress_at_kill = done
+                if ready and self.may_kill():
                     self.kill(self.rng.choice(ready))
                 next_kill = time.monotonic() + self._interval()
 
@@ -306,16 +325,23 @@ def _conversation_id(run_id: str, provider: str, scenario: str) -> str:
 
 def run_workers(workers: int = 4, database: str | None = None, *, kill_every: float | None = None,
                 providers: Sequence[str] | None = None, scenarios: Sequence[str] = WORKER_SCENARIOS, lang: str = "en",
-                timeout: float = 600.0, seed: int | None = None, rounds: int = 1, concurrency: int = 4,
-                on_run: Callable[[WorkerRun], None] | None = None) -> WorkersReport:
+                timeout: float | None = None, stall_timeout: float = 120.0, seed: int | None = None,
+                rounds: int = 1, concurrency: int = 4,
+                on_run: Callable[[WorkerRun], None] | None = None, count_steps: bool = False) -> WorkersReport:
     """Run every scenario for every dialect as a durable conversation on ``workers`` DBOS worker processes.
 
     ``database``: the DBOS system database (and the ledger's): ``sqlite:///PATH`` or ``postgresql://…``; a SQLite
-    file in a temporary directory when None. ``kill_every``: seconds between random SIGKILLs (None: no kills).
-    ``rounds``: conversations per dialect and scenario (the fault plans are per dialect and scenario, so the
-    scenarios with faults see them in the first conversation that asks). ``concurrency``: conversations one
-    worker runs at once. Raises ``UsageError`` for bad arguments, workers that cannot start, or conversations that did not finish
-    within ``timeout`` seconds."""
+    file in a temporary directory when None. ``kill_every``: seconds between random SIGKILLs (None: no kills;
+    never a kill before the run made progress since the last one). ``rounds``: conversations per dialect and
+    scenario (the fault plans are per dialect and scenario, so the scenarios with faults see them in the first
+    conversation that asks). ``concurrency``: conversations one worker runs at once. ``timeout``: seconds for the
+    whole run (None: no limit); ``stall_timeout``: seconds without progress (no conversation finished, no
+    effect, no provider request) after which the run fails. ``count_steps``: count the DBOS steps the
+    conversations recorded (``steps`` in the report). The run's queue and its workflows (status, inputs, outputs,
+    steps) are removed from the DBOS system database when it ends; the ledger's rows are kept.
+
+    Raises ``UsageError`` for bad arguments, ``WorkersError`` for workers that cannot start or die on their own,
+    or conversations that did not finish (its ``report`` then has what finished)."""
     from dbos import DBOSClient
 
     from ..sim import SimProvider
@@ -326,6 +352,10 @@ def run_workers(workers: int = 4, database: str | None = None, *, kill_every: fl
     if kill_every is not None and not (isinstance(kill_every, (int, float)) and 0.5 <= kill_every <= 3600):
         raise UsageError(f"kill_every must be between 0.5 and 3600 seconds (a worker takes about a second to "
                          f"start), got {kill_every!r}")
+    for what, value in (("timeout", timeout), ("stall_timeout", stall_timeout)):
+        if (value is not None or what == "stall_timeout") and not (
+                isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < float("inf")):
+            raise UsageError(f"{what} must be a positive number of seconds, got {value!r}")
     if not isinstance(rounds, int) or isinstance(rounds, bool) or not 1 <= rounds <= 1000:
         raise UsageError(f"rounds must be between 1 and 1000, got {rounds!r}")
     if not isinstance(concurrency, int) or isinstance(concurrency, bool) or not 1 <= concurrency <= 256:
@@ -356,6 +386,12 @@ def run_workers(workers: int = 4, database: str | None = None, *, kill_every: fl
         sup.progress = lambda: finished[0] + sup.effects.count() + len(sim.requests)
         watcher = threading.Thread(target=sup.watch, name="toolwire-workers-watch", daemon=True)
         client = None
+        pending: list[tuple[str, str, str, str, Any]] = []
+        done: dict[str, WorkerRun] = {}
+        steps: int | None = None
+        cpu: dict[str, float] | None = None
+        error: WorkersError | None = None
+        busy = busy_from = 0.0
         try:
             for w in sup.workers:
                 sup.spawn(w)
@@ -364,8 +400,8 @@ def run_workers(workers: int = 4, database: str | None = None, *, kill_every: fl
             watcher.start()
             from ..durable import enqueue
 
-            pending: list[tuple[str, str, str, str, Any]] = []
-            busy = time.monotonic()
+            busy_from = time.monotonic()
+            cpu_at = _cpu_now(sup)
             for provider, scenario, round_ in ((p, s, r) for r in range(rounds) for p in providers
                                                for s in scenarios):
                 conv = _conversation_id(run_id, provider, scenario) + (f"-{round_}" if round_ else "")
@@ -374,46 +410,121 @@ def run_workers(workers: int = 4, database: str | None = None, *, kill_every: fl
                 handle = enqueue(client, name, SCENARIOS[scenario].prompts[lang], conversation_id=conv,
                                  workflow_id=wf, queue=queue)
                 pending.append((provider, scenario, conv, wf, handle))
-            runs = _collect(pending, sup, sim, lang, started + timeout, on_run, finished)
-            busy = time.monotonic() - busy
+            runs = _collect(pending, sup, sim, lang, client, None if timeout is None else started + timeout,
+                            stall_timeout, on_run, finished, done)
+            busy = time.monotonic() - busy_from
+            cpu = _cpu_spent(cpu_at, _cpu_now(sup))
+        except WorkersError as exc:
+            error = exc
         finally:
             sup.stop()
             if watcher.is_alive():
                 watcher.join(timeout=5)
-            if client is not None:
-                client.destroy()
+            try:
+                if client is None and any(w.ready.exists() for w in sup.workers if hasattr(w, "ready")):
+                    client = DBOSClient(system_database_url=sysdb)  # the workers registered the queue
+                if client is not None:
+                    steps = _remove_queue(client, queue, [p[3] for p in pending], count_steps=count_steps)
+            except Exception as exc:  # noqa: BLE001 - the database went away: the run fails, with its report
+                left = WorkersError(f"could not remove the run's queue {queue!r} from the DBOS system database "
+                                    f"({type(exc).__name__}): {str(exc).splitlines()[0][:200] if str(exc) else ''}")
+                error = error or left
+            finally:
+                if client is not None:
+                    client.destroy()
+        if error is None and sup.failure is not None:
+            error = WorkersError(f"a worker failed: {sup.failure}")
+        if error is not None:
+            runs = [done[wf] for *_, wf, _h in pending if wf in done]
+            if busy_from and not busy:
+                busy = time.monotonic() - busy_from
         _attribute(runs, sup)
-        if sup.failure is not None:
-            raise WorkersError(f"a worker failed: {sup.failure}")
-        return WorkersReport(workers=workers, database=_shown(database) if database else "sqlite (temporary)",
-                             runs=runs, kills=sup.kills, restarts=sup.restarts,
-                             seconds=round(time.monotonic() - started, 3), busy_seconds=round(busy, 3))
+        report = WorkersReport(workers=workers, database=_shown(database) if database else "sqlite (temporary)",
+                               runs=runs, kills=sup.kills, restarts=sup.restarts,
+                               seconds=round(time.monotonic() - started, 3), busy_seconds=round(busy, 3),
+                               steps=steps, cpu_seconds=cpu)
+        if error is not None:
+            if pending:  # what finished, and what did not: the CLI still prints the report
+                report.unfinished = [wf for *_, wf, _h in pending if wf not in done]
+                report.error = str(error)
+                error.report = report
+            raise error
+        return report
 
 
-def _collect(pending: list[tuple[str, str, str, str, Any]], sup: _Supervisor, sim: Any, lang: str,
-             deadline: float, on_run: Callable[[WorkerRun], None] | None,
-             finished: list[int] | None = None) -> list[WorkerRun]:
+def _cpu_now(sup: _Supervisor) -> tuple[float, dict[int, float]]:
+    """This process's CPU seconds, and each worker process's (from ``/proc``; none where there is none)."""
+    workers: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    for w in sup.workers:
+        if w.proc is None:
+            continue
+        try:
+            fields = Path(f"/proc/{w.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            workers[w.proc.pid] = (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+        except (OSError, ValueError, IndexError):
+            continue
+    return time.process_time(), workers
+
+
+def _cpu_spent(before: tuple[float, dict[int, float]], after: tuple[float, dict[int, float]]) -> dict[str, float]:
+    spent = {"supervisor": round(after[0] - before[0], 3)}
+    if before[1] and after[1]:
+        spent["workers"] = round(sum(after[1][pid] - before[1][pid] for pid in after[1] if pid in before[1]), 3)
+    return spent
+
+
+def _remove_queue(client: Any, queue: str, workflow_ids: list[str], *, count_steps: bool = False) -> int | None:
+    """Delete the run's workflows (with their inputs, outputs and steps) and its queue from the DBOS system
+    database, once the workers are stopped: nothing of the run is left to poll. The number of steps the
+    workflows recorded, when asked."""
+    found = client.list_workflows(queue_name=queue, load_input=False, load_output=False)
+    ids = list(dict.fromkeys([*workflow_ids, *(w.workflow_id for w in found)]))
+    steps = sum(len(client.list_workflow_steps(wf, load_output=False)) for wf in ids) if count_steps else None
+    if ids:
+        client.delete_workflows(ids)
+    client.delete_queue(queue)
+    return steps
+
+
+_TERMINAL = ["SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"]
+
+
+class _Stall:
+    """When the run last made progress (the supervisor's count moved): the run fails after ``timeout`` seconds
+    without any."""
+
+    def __init__(self, timeout: float, value: int, now: float) -> None:
+        self.timeout, self.value, self.at = timeout, value, now
+
+    def stalled(self, value: int, now: float) -> bool:
+        if value != self.value:
+            self.value, self.at = value, now
+        return now - self.at > self.timeout
+
+
+def _collect(pending: list[tuple[str, str, str, str, Any]], sup: _Supervisor, sim: Any, lang: str, client: Any,
+             deadline: float | None, stall_timeout: float, on_run: Callable[[WorkerRun], None] | None,
+             finished: list[int], done: dict[str, WorkerRun]) -> list[WorkerRun]:
+    """Wait for the conversations: one query for all those still open every quarter second (never one per
+    conversation), each result read once. Fills ``done``, so that a failure still has what finished."""
     from ..durable import result_of
     from ..sim import SCENARIOS
+    from .loop import LoopResult
 
-    done: dict[str, WorkerRun] = {}
+    where = {wf: (provider, scenario, conv) for provider, scenario, conv, wf, _h in pending}
+    stall = _Stall(stall_timeout, sup.progress(), time.monotonic())
     while len(done) < len(pending):
         if sup.failure is not None:
             raise WorkersError(f"a worker failed: {sup.failure}")
-        progressed = False
-        for provider, scenario, conv, wf, handle in pending:
-            if wf in done:
-                continue
-            status = handle.get_status()
-            if status.status not in ("SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"):
-                continue
-            progressed = True
+        open_ids = [wf for wf in where if wf not in done]
+        for status in client.list_workflows(workflow_ids=open_ids, status=_TERMINAL, load_input=False):
+            wf = status.workflow_id
+            provider, scenario, conv = where[wf]
             error = None
             if status.status == "SUCCESS":
-                result = result_of(handle.get_result())
+                result = result_of(status.output)
             else:
-                from .loop import LoopResult
-
                 error = f"{status.status}: {status.error!r}"
                 result = LoopResult(conversation_id=conv, answer="", fallback=True)
             effects = {k: sup.effects.count(k, conversation=conv) for k in ("save_measurement", "add_food_to_meal")}
@@ -423,16 +534,18 @@ def _collect(pending: list[tuple[str, str, str, str, Any]], sup: _Supervisor, si
             wr = WorkerRun(run=run, conversation_id=conv, workflow_id=wf, worker=_worker_name(status.executor_id),
                            error=error)
             done[wf] = wr
-            if finished is not None:
-                finished[0] = len(done)
+            finished[0] = len(done)
             if on_run is not None:
                 on_run(wr)
         if len(done) < len(pending):
-            if time.monotonic() > deadline:
-                missing = [wf for *_, wf, _h in pending if wf not in done]
-                raise WorkersError(f"{len(missing)} conversation(s) did not finish in time: {', '.join(missing[:5])}")
-            if not progressed:
-                time.sleep(0.1)
+            now = time.monotonic()
+            missing = len(pending) - len(done)
+            if deadline is not None and now > deadline:
+                raise WorkersError(f"{missing} conversation(s) did not finish in time")
+            if stall.stalled(sup.progress(), now):
+                raise WorkersError(f"{missing} conversation(s) did not finish: no progress for "
+                                   f"{stall_timeout:g} s")
+            time.sleep(0.25)
     return [done[wf] for *_, wf, _h in pending]
 
 
@@ -483,7 +596,8 @@ def _attribute(runs: list[WorkerRun], sup: _Supervisor) -> None:
 # ==== output =============================================================================================================
 def report_to_json(report: WorkersReport) -> dict[str, Any]:
     """``toolwire demo --workers N --json``: the ``toolwire demo --json`` runs, each with ``worker``,
-    ``recoveries`` and ``kills``, plus the kills (a contract)."""
+    ``recoveries`` and ``kills``, plus the kills (a contract); a failed run also has ``error`` and
+    ``unfinished``."""
     doc = runs_to_json([wr.run for wr in report.runs])
     for entry, wr in zip(doc["runs"], report.runs):
         entry.update(conversation_id=wr.conversation_id, worker=wr.worker, recoveries=wr.recoveries,
@@ -492,6 +606,8 @@ def report_to_json(report: WorkersReport) -> dict[str, Any]:
                seconds=report.seconds,
                kills=[{"worker": k.worker, "pid": k.pid, "at": k.at, "in_write": k.in_write,
                        "conversation_id": k.conversation_id, "restarted": k.restarted} for k in report.kills])
+    if report.error is not None:  # a failed run: why, and the workflows of the conversations that did not finish
+        doc.update(error=report.error, unfinished=report.unfinished)
     return doc
 
 
@@ -513,9 +629,41 @@ def print_report(report: WorkersReport, out: TextIO) -> None:
 
 
 # ==== the worker process =================================================================================================
+def _die_with_parent() -> bool:
+    """On Linux, have the kernel send SIGTERM to this process when the thread that started it ends (the
+    supervisor died); whether it could (elsewhere the worker polls ``getppid()``). ``TOOLWIRE_WORKER_PDEATHSIG=0``
+    leaves it to the polling."""
+    if not sys.platform.startswith("linux") or os.environ.get("TOOLWIRE_WORKER_PDEATHSIG") == "0":
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(1, int(signal.SIGTERM), 0, 0, 0) == 0  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return False
+
+
+def _watch_supervisor(supervisor: int, stop: threading.Event, ready: threading.Event) -> None:
+    """Poll ``getppid()`` against the supervisor's pid: once it has gone (or SIGTERM came), a worker that is
+    still starting leaves at once (it holds nothing yet); a ready one is stopped, and made to leave if its
+    clean stop takes more than 30 s."""
+    def run() -> None:
+        while not stop.wait(0.2):
+            if os.getppid() != supervisor:
+                stop.set()
+        if not ready.is_set():
+            os._exit(1)
+        time.sleep(30)
+        os._exit(1)
+
+    threading.Thread(target=run, name="toolwire-worker-supervisor", daemon=True).start()
+
+
 def _worker_main(argv: Sequence[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m toolwire.harness.workers",
                                  description="one DBOS worker of toolwire demo --workers")
+    ap.add_argument("--supervisor", type=int, required=True, help="the pid of the supervisor (the parent)")
     ap.add_argument("--executor-id", required=True)
     ap.add_argument("--effects", required=True)
     ap.add_argument("--sim", required=True)
@@ -526,6 +674,17 @@ def _worker_main(argv: Sequence[str]) -> int:
     ap.add_argument("--write-pause", type=float, default=0.0)
     ap.add_argument("--concurrency", type=int, default=4)
     args = ap.parse_args(argv)
+
+    # before anything else: a worker never outlives its supervisor, not even one that died while it started
+    _die_with_parent()  # first, then the check: a death between the two is still seen
+    if os.getppid() != args.supervisor:
+        sys.stderr.write(f"the supervisor (pid {args.supervisor}) is not this worker's parent (any more): "
+                         "not starting\n")
+        return 1
+    stop, ready = threading.Event(), threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    _watch_supervisor(args.supervisor, stop, ready)
 
     import structlog
     from dbos import DBOS
@@ -559,16 +718,17 @@ def _worker_main(argv: Sequence[str]) -> int:
                                      timeout=5.0))
     DBOS(config={"name": "toolwire-demo", "system_database_url": database, "executor_id": args.executor_id,
                  "log_level": "WARNING"})
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    # only this run's queue: queues other runs left in the system database are not polled (each one polled is a
+    # thread and a query every polling interval)
+    DBOS.listen_queues([args.queue])
     DBOS.launch()
     DBOS.register_queue(args.queue, worker_concurrency=args.concurrency, polling_interval_sec=0.1)
+    ready.set()
+    if stop.is_set():  # the supervisor went (or SIGTERM came) while DBOS launched
+        os._exit(1)
     Path(args.ready).write_text(str(os.getpid()))
-    parent = os.getppid()
-    while not stop.wait(0.5):
-        if os.getppid() != parent:  # the supervisor died: a worker never outlives its demo
-            break
+    while not stop.wait(0.5):  # SIGTERM, SIGINT or the supervisor gone (see _watch_supervisor)
+        pass
     DBOS.destroy(workflow_completion_timeout_sec=5)
     for loop in loops:
         loop.close()
