@@ -530,7 +530,7 @@ def _worker_main(argv: Sequence[str]) -> int:
     import structlog
     from dbos import DBOS
 
-    from ..durable import DurableLoop
+    from ..durable import DurableLoop, Heartbeat
     from ..logs import configure_logging, redact_secrets
     from ..registry import Dispatcher, PostgresLedger, SQLiteLedger
     from .demo_tools import DemoWorld
@@ -563,6 +563,7 @@ def _worker_main(argv: Sequence[str]) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     DBOS.launch()
+    Heartbeat(database, interval=2.0).start()  # toolwire durable recover sees this worker alive
     DBOS.register_queue(args.queue, worker_concurrency=args.concurrency, polling_interval_sec=0.1)
     Path(args.ready).write_text(str(os.getpid()))
     parent = os.getppid()
