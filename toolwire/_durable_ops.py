@@ -239,6 +239,8 @@ def _survey(url: str, unseen_for: Any) -> tuple[list[ExecutorSeen], list[Any], d
     from dbos import DBOSClient
 
     unseen_for = _check_unseen_for(unseen_for)
+    if isinstance(url, str) and url.startswith("sqlite:///") and not os.path.isfile(url[len("sqlite:///"):]):
+        raise RecoveryError("no DBOS system database at that sqlite path (a worker creates it when it launches)")
     engine = _engine(url)
     table = _table()
     try:
@@ -257,9 +259,10 @@ def _survey(url: str, unseen_for: Any) -> tuple[list[ExecutorSeen], list[Any], d
     try:
         pending = client.list_workflows(status="PENDING", name=_WORKFLOW_NAME, load_input=False,
                                         load_output=False)
-    except Exception:
+    except Exception as exc:  # noqa: BLE001 - no DBOS tables there, or the database went away
         client.destroy()
-        raise
+        raise RecoveryError(f"cannot list the workflows of the system database ({type(exc).__name__}): is it the "
+                            "one the workers launch DBOS on?") from None
     held: dict[str, list[Any]] = {}
     for wf in pending:
         if wf.executor_id:

@@ -87,7 +87,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     """Add ``durable`` (with ``recover`` and ``executors``) to the subcommands ``sub``."""
     pd = sub.add_parser("durable", help="operate durable workers: recover the conversations of lost executors",
                         parents=[common])
-    dsub = pd.add_subparsers(dest="durable_command", required=True, parser_class=type(pd))
+    dsub = pd.add_subparsers(dest="durable_command", required=True, parser_class=type(pd),
+                             help="recover (the conversations of lost executors) or executors (who is seen)")
     database = argparse.ArgumentParser(add_help=False)
     database.add_argument("--database", metavar="URL",
                           help=f"the DBOS system database, sqlite:///PATH or postgresql://... (or {DATABASE_ENV})")

@@ -313,3 +313,73 @@ def test_a_conversation_whose_workers_keep_dying_ends_at_max_recovery_attempts_w
     assert _status(env.sysdb, env.workflow_id).status == "MAX_RECOVERY_ATTEMPTS_EXCEEDED"
     assert _mine(recover_lost(env.sysdb, unseen_for=0), env.workflow_id) == []  # it is over: nothing to recover
     assert env.effects_count() == 1
+
+
+# ==== misuse ============================================================================================================
+@pytest.mark.parametrize("unseen_for", [-1, "60", True, float("nan"), None])
+def test_recover_lost_refuses_a_bound_that_is_not_seconds(tmp_path, unseen_for):
+    from toolwire import UsageError
+    from toolwire.durable import recover_lost
+
+    with pytest.raises(UsageError, match="unseen_for"):
+        recover_lost(f"sqlite:///{tmp_path / 'dbos.sqlite'}", unseen_for=unseen_for)
+
+
+def test_recover_lost_refuses_an_empty_version_and_a_database_it_cannot_use(tmp_path):
+    from toolwire import UsageError
+    from toolwire.durable import RecoveryError, recover_lost
+
+    with pytest.raises(UsageError, match="to_version"):
+        recover_lost(f"sqlite:///{tmp_path / 'dbos.sqlite'}", unseen_for=1, to_version="")
+    with pytest.raises(UsageError) as bad:
+        recover_lost("mysql://root:hunter2@db/app", unseen_for=1)
+    assert "hunter2" not in str(bad.value)
+    with pytest.raises(RecoveryError):  # a typo'd path is not created
+        recover_lost(f"sqlite:///{tmp_path / 'nope.sqlite'}", unseen_for=1)
+    assert not (tmp_path / "nope.sqlite").exists()
+
+
+def test_heartbeat_and_dbos_config_refuse_bad_arguments(tmp_path):
+    from toolwire import UsageError
+    from toolwire.durable import Heartbeat, dbos_config
+
+    url = f"sqlite:///{tmp_path / 'dbos.sqlite'}"
+    for kw in ({"interval": 0}, {"interval": True}, {"executor_id": ""}, {"application_version": 3}):
+        with pytest.raises(UsageError):
+            Heartbeat(url, **kw)
+    with pytest.raises(UsageError, match="application_version"):
+        dbos_config("app", url, executor_id="w1", application_version="")
+    assert dbos_config("app", url, executor_id="w1", application_version="v2", log_level="WARNING") == {
+        "name": "app", "system_database_url": url, "executor_id": "w1", "application_version": "v2",
+        "log_level": "WARNING"}
+
+
+def test_max_recovery_attempts_is_checked_and_one_value_per_process(tmp_path):
+    from toolwire import Dispatcher, SQLiteLedger, UsageError
+    from toolwire.durable import DurableLoop
+    from toolwire.harness.demo_tools import DemoWorld
+
+    registry = DemoWorld().registry()
+    dispatcher = Dispatcher(registry, ledger=SQLiteLedger(tmp_path / "ledger.db"))
+    kw = dict(model="m", registry=registry, dispatcher=dispatcher, base_url="http://127.0.0.1:9", api_key="k")
+    for bad in (0, -1, True, 2.5, "3"):
+        with pytest.raises(UsageError, match="max_recovery_attempts"):
+            DurableLoop("anthropic", name="limits-bad", max_recovery_attempts=bad, **kw)
+    with DurableLoop("anthropic", name="limits-a", max_recovery_attempts=5, **kw):
+        with DurableLoop("anthropic", name="limits-b", max_recovery_attempts=5, **kw):
+            pass
+        with pytest.raises(UsageError, match="one value per process"):
+            DurableLoop("anthropic", name="limits-c", max_recovery_attempts=7, **kw)
+        with DurableLoop("anthropic", name="limits-d", **kw):  # no value: takes the process's
+            pass
+
+
+def test_the_recover_command_reports_misuse_on_one_line_with_exit_2(tmp_path):
+    missing = _cli("durable", "recover", "--unseen-for", "5")
+    assert missing.returncode == 2 and "--database" in missing.stderr
+    negative = _cli("durable", "recover", "--database", f"sqlite:///{tmp_path / 'x'}", "--unseen-for", "-5")
+    assert negative.returncode == 2
+    secret = _cli("durable", "recover", "--database", "mysql://u:s3cret@h/db", "--unseen-for", "5")
+    assert secret.returncode == 2 and "s3cret" not in secret.stderr + secret.stdout
+    absent = _cli("durable", "executors", "--database", f"sqlite:///{tmp_path / 'absent.sqlite'}")
+    assert absent.returncode == 1 and len(absent.stderr.strip().splitlines()) == 1
