@@ -167,8 +167,12 @@ def test_a_lost_workers_conversation_is_recovered_by_the_command_and_finished_by
     assert [(w["executor_id"], w["action"]) for w in mine] == [("exec-A", "requeued")]
     assert [e["seen_by"] for e in doc["executors"] if e["executor_id"] == "exec-A"] == ["workflows"]
 
-    b = env.spawn("serve", "exec-B")
+    b = env.spawn("serve", "exec-B", heartbeat=0.5)
     assert env.finish(b) == 0, b.log.read_text()[-2000:]  # type: ignore[attr-defined]
+    from toolwire.durable import executors_seen
+
+    beat = [e for e in executors_seen(env.sysdb) if e.executor_id == "exec-B"]
+    assert [(e.seen_by, e.application_version, e.pid, e.pending) for e in beat] == [("heartbeat", "v1", b.pid, 0)]
     res = env.out()["result"]
     assert [c["result_kind"] for c in res["calls"]] == ["outcome_unknown"]
     assert res["answer"] and not res["fallback"]
