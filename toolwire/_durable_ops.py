@@ -111,6 +111,7 @@ class Heartbeat:
         self._version = application_version
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._created = False
         self.pid = os.getpid()
         self.host = socket.gethostname()
 
@@ -137,7 +138,9 @@ class Heartbeat:
         t = self._table
         row = {"executor_id": self.executor_id, "application_version": self.application_version,
                "pid": self.pid, "host": self.host}
-        _ensure(self._engine, t)
+        if not self._created:
+            _ensure(self._engine, t)
+            self._created = True
         with self._engine.begin() as conn:
             done = conn.execute(sa.update(t).where(t.c.executor_id == row["executor_id"])
                                 .values(**row, seen_at=_now_ms(self._engine))).rowcount
@@ -272,6 +275,7 @@ def _survey(url: str, unseen_for: Any) -> tuple[list[ExecutorSeen], list[Any], d
     for executor_id in sorted(set(beats) | set(held)):
         beat = beats.get(executor_id)
         mine = held.get(executor_id, [])
+        at: int | None
         if beat is not None:
             at, by = int(beat.seen_at), "heartbeat"
         else:
@@ -338,7 +342,8 @@ def recover_lost(system_database_url: str, *, unseen_for: float, to_version: str
             # of a retired version's executor put them there): moved too, when asked
             for wf in client.list_workflows(status="ENQUEUED", name=_WORKFLOW_NAME, load_input=False,
                                             load_output=False):
-                if wf.app_version == to_version or wf.app_version in live_versions:
+                # no version (enqueued by a DBOSClient): the latest version's workers take it anyway
+                if wf.app_version is None or wf.app_version == to_version or wf.app_version in live_versions:
                     continue
                 rec = RecoveredWorkflow(workflow_id=wf.workflow_id, executor_id=wf.executor_id or "",
                                         application_version=wf.app_version, queue=wf.queue_name or _INTERNAL_QUEUE,

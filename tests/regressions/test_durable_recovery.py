@@ -275,10 +275,23 @@ def test_a_retired_versions_conversation_moves_to_the_new_version_only_when_aske
     assert (status.status, status.app_version) == ("ENQUEUED", "v1")
     assert len(env.sim.requests) == sent and b.poll() is None
 
+    from dbos import DBOSClient
+
+    from toolwire.durable import enqueue
+
+    client = DBOSClient(system_database_url=env.sysdb)
+    try:  # a fresh conversation a front end enqueued (no version): waiting for any worker, not to be moved
+        enqueue(client, "default", "hi", conversation_id="fresh", workflow_id=f"{env.workflow_id}-fresh",
+                queue="nobody-serves-this")
+    finally:
+        client.destroy()
     moved = _cli("durable", "recover", "--database", env.sysdb, "--unseen-for", "5", "--to-version", "v2", "--json")
     assert moved.returncode == 0, moved.stderr
     mine = [w for w in json.loads(moved.stdout)["workflows"] if w["workflow_id"] == env.workflow_id]
     assert [(w["action"], w["application_version"], w["to_version"]) for w in mine] == [("moved", "v1", "v2")]
+    assert [w for w in json.loads(moved.stdout)["workflows"] if w["workflow_id"].endswith("-fresh")] == []
+    fresh = _status(env.sysdb, f"{env.workflow_id}-fresh")
+    assert (fresh.status, fresh.app_version) == ("ENQUEUED", None)
     assert env.finish(b) == 0, b.log.read_text()[-2000:]  # type: ignore[attr-defined]
     res = env.out()["result"]
     assert [c["result_kind"] for c in res["calls"]] == ["outcome_unknown"]
