@@ -328,6 +328,17 @@ def test_a_conversation_whose_workers_keep_dying_ends_at_max_recovery_attempts_w
     assert deaths == 3  # the first run and two recoveries
     assert env.out(f"out{i}.json")["error"] == "RecoveryLimitReached"
     assert _status(env.sysdb, env.workflow_id).status == "MAX_RECOVERY_ATTEMPTS_EXCEEDED"
+    from dbos import DBOSClient
+
+    from toolwire.durable import RecoveryLimitReached, result_of
+
+    client = DBOSClient(system_database_url=env.sysdb)
+    try:  # a front end's handle says the same
+        with pytest.raises(RecoveryLimitReached) as ended:
+            result_of(client.retrieve_workflow(env.workflow_id))
+        assert ended.value.workflow_id == env.workflow_id
+    finally:
+        client.destroy()
     assert _mine(recover_lost(env.sysdb, unseen_for=0), env.workflow_id) == []  # it is over: nothing to recover
     assert env.effects_count() == 1
 
