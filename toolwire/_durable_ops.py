@@ -218,6 +218,9 @@ class RecoveredWorkflow(msgspec.Struct, kw_only=True):
 
 
 class RecoveryReport(msgspec.Struct, kw_only=True):
+    """What ``recover_lost`` saw (every executor that beats or holds PENDING prompt workflows) and did (each
+    workflow it requeued or moved). The ``--json`` output of ``toolwire durable recover`` (a contract)."""
+
     unseen_for: float
     to_version: str | None
     dry_run: bool
@@ -303,7 +306,9 @@ def recover_lost(system_database_url: str, *, unseen_for: float, to_version: str
     beating, ``waiting_for_version`` says so. With ``to_version``, the workflows of another version are moved to
     ``to_version`` instead (cancelled, then rewound past their last recorded step under the new version: the same
     workflow id, the recorded requests and dispatches kept; its recovery-attempt count starts again): the recorded
-    conversation continues under the new code. Never without asking.
+    conversation continues under the new code. Never without asking. With ``to_version``, the conversations a
+    plain recovery already put back on a queue under a version no live worker runs are moved too (not those
+    without a version: a ``DBOSClient`` enqueue, which the latest version's workers take).
 
     Safe while an executor counted lost is still alive: DBOS lets only the executor that took the workflow record
     its steps, and the ledger answers a write the old executor had started ``outcome_unknown`` (never run twice).
