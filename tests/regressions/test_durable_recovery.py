@@ -214,13 +214,11 @@ def test_recovering_a_live_worker_with_a_write_in_flight_keeps_one_effect_and_on
 
 
 # ==== a hung worker =====================================================================================================
-def test_a_stopped_worker_is_recovered_after_the_heartbeat_bound_and_has_no_second_effect_when_continued(
-        sqlite_env):
+def test_a_stopped_worker_is_recovered_after_the_heartbeat_bound_and_has_no_second_effect_when_continued(env):
     """Worker A (heartbeat every 0.2 s) stops itself with SIGSTOP inside the write. With --unseen-for 60 it is not
     lost; once its heartbeat is older than 1 s it is, and the recovery hands its conversation to worker B, which
     finishes it. SIGCONT: A's write completes (its one effect), A's workflow records are refused, A's ``run``
     returns B's result: one effect, one result."""
-    env = sqlite_env
     a = env.spawn("stop", "exec-A", heartbeat=0.2, out="a.json")
 
     def stopped() -> bool:
