@@ -40,7 +40,7 @@ class RecoveryError(ToolwireError):
     """The system database could not be read or written for a recovery (the CLI exits 1)."""
 
 
-# ==== the database ======================================================================================================
+# ==== the database ====================================================================================================
 def _engine(url: Any) -> Any:
     import sqlalchemy as sa
 
@@ -87,7 +87,7 @@ def _ensure(engine: Any, table: Any) -> None:
             raise
 
 
-# ==== heartbeats ========================================================================================================
+# ==== heartbeats ======================================================================================================
 class Heartbeat:
     """Records that this worker is alive: ``executor_id, application_version, pid, host, seen_at`` in the
     ``toolwire_executors`` table of the DBOS system database, every ``interval`` seconds, from a daemon thread.
@@ -184,7 +184,7 @@ class Heartbeat:
         self.stop()
 
 
-# ==== what recovery reports =============================================================================================
+# ==== what recovery reports ===========================================================================================
 class ExecutorSeen(msgspec.Struct, kw_only=True):
     """One executor holding PENDING prompt workflows (or beating): when it was last seen and whether it counts
     as lost. ``seen_by`` is ``heartbeat``, or ``workflows`` when it has no heartbeat row (the latest update of
@@ -228,7 +228,7 @@ class RecoveryReport(msgspec.Struct, kw_only=True):
     workflows: list[RecoveredWorkflow]
 
 
-# ==== recovery ==========================================================================================================
+# ==== recovery ========================================================================================================
 def executors_seen(system_database_url: str, *, unseen_for: float = 60.0) -> list[ExecutorSeen]:
     """Every executor that beats or holds PENDING prompt workflows, with when it was last seen."""
     return _survey(system_database_url, unseen_for)[0]

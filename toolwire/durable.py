@@ -8,7 +8,10 @@ system database with the turn identity minted for that request), and each turn's
 workflow) uses the same identity. A workflow interrupted by a crash is resumed by ``DBOS.launch()`` in the next
 process: recorded requests are not sent again, and a dispatch step that runs again finds its calls in the
 toolwire ledger: a write that completed is answered from its record, never run twice; a write interrupted
-between its effect and its record is answered ``outcome_unknown`` (at most once).
+between its effect and its record is answered ``outcome_unknown`` (at most once). A worker that never comes back,
+or hangs, is recovered by ``recover_lost`` (``toolwire durable recover``), which reads each worker's
+``Heartbeat``; ``dbos_config`` sets the application version, ``DurableLoop(max_recovery_attempts=...)`` the
+limit past which DBOS ends a conversation (``result_of(handle)`` raises ``RecoveryLimitReached``).
 
 ``DurableLoop`` objects are found by ``name`` when a workflow starts or is recovered: create them (same names,
 same tools, same ledger) before ``DBOS.launch()`` in every process that may run a conversation. DBOS steps are at
@@ -214,7 +217,8 @@ class DurableLoop:
 def result_of(output: Any) -> LoopResult:
     """The ``LoopResult`` of a prompt workflow: its output (e.g. ``DBOS.retrieve_workflow(id).get_result()``), or
     its handle (a DBOS or ``DBOSClient`` workflow handle: waits for it). From a handle, a conversation that DBOS
-    ended after ``max_recovery_attempts`` raises ``RecoveryLimitReached`` (logged ``durable.recovery_limit_reached``)."""
+    ended after ``max_recovery_attempts`` raises ``RecoveryLimitReached`` (logged
+    ``durable.recovery_limit_reached``)."""
     if hasattr(output, "get_result") and hasattr(output, "get_workflow_id"):
         from dbos._error import DBOSAwaitedWorkflowMaxRecoveryAttemptsExceeded, MaxRecoveryAttemptsExceededError
 

@@ -146,7 +146,7 @@ def _mine(report: Any, workflow_id: str) -> list[Any]:
     return [w for w in report.workflows if w.workflow_id == workflow_id]
 
 
-# ==== a worker lost for good ============================================================================================
+# ==== a worker lost for good ==========================================================================================
 def test_a_lost_workers_conversation_is_recovered_by_the_command_and_finished_by_another_worker(env):
     """Executor A is SIGKILLed inside the write (after its effect) and never restarted: its conversation stays
     PENDING. ``toolwire durable recover --unseen-for 0`` (another process) puts it back on the queue; worker B,
@@ -213,7 +213,7 @@ def test_recovering_a_live_worker_with_a_write_in_flight_keeps_one_effect_and_on
     assert env.effects_count() == 1
 
 
-# ==== a hung worker =====================================================================================================
+# ==== a hung worker ===================================================================================================
 def test_a_stopped_worker_is_recovered_after_the_heartbeat_bound_and_has_no_second_effect_when_continued(env):
     """Worker A (heartbeat every 0.2 s) stops itself with SIGSTOP inside the write. With --unseen-for 60 it is not
     lost; once its heartbeat is older than 1 s it is, and the recovery hands its conversation to worker B, which
@@ -252,7 +252,7 @@ def test_a_stopped_worker_is_recovered_after_the_heartbeat_bound_and_has_no_seco
     assert [c["result_kind"] for c in env.out("b.json")["result"]["calls"]] == ["outcome_unknown"]
 
 
-# ==== upgrades ==========================================================================================================
+# ==== upgrades ========================================================================================================
 def test_a_retired_versions_conversation_moves_to_the_new_version_only_when_asked(sqlite_env):
     """A v1 worker dies inside the write; only v2 workers run now. A plain recovery puts the conversation back
     under v1 (reported waiting for a v1 worker): the v2 worker does not run it. ``--to-version v2`` moves it (the
@@ -300,7 +300,7 @@ def test_a_retired_versions_conversation_moves_to_the_new_version_only_when_aske
     assert (status.status, status.app_version) == ("SUCCESS", "v2")
 
 
-# ==== recovery limits ===================================================================================================
+# ==== recovery limits =================================================================================================
 def test_a_conversation_whose_workers_keep_dying_ends_at_max_recovery_attempts_with_a_typed_error(sqlite_env):
     """Every worker that runs the conversation dies (SIGKILL) when it is about to ask the model for the answer,
     after the write. Each time the recovery command hands it to a new executor. With max_recovery_attempts=2,
@@ -341,7 +341,7 @@ def test_a_conversation_whose_workers_keep_dying_ends_at_max_recovery_attempts_w
     assert env.effects_count() == 1
 
 
-# ==== misuse ============================================================================================================
+# ==== misuse ==========================================================================================================
 @pytest.mark.parametrize("unseen_for", [-1, "60", True, float("nan"), None])
 def test_recover_lost_refuses_a_bound_that_is_not_seconds(tmp_path, unseen_for):
     from toolwire import UsageError
