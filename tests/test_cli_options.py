@@ -40,7 +40,7 @@ def test_every_option_of_every_command_has_help():
                 missing += [f"{prog} {c.dest}" for c in action._choices_actions if not (c.help or "").strip()]
             if not (action.help or "").strip():
                 missing.append(f"{prog} {'/'.join(action.option_strings) or action.dest}")
-    assert commands == 8  # toolwire and its seven commands
+    assert commands == 11  # toolwire, its eight commands, and durable's recover and executors
     assert missing == []
 
 

@@ -1,5 +1,5 @@
 """The ``toolwire`` command line (also ``python -m toolwire``): ``parse``, ``trace``, ``diagram`` here; ``declare``
-and ``audit`` in ``cli_declare``; ``demo`` and ``chat`` in ``cli_harness``.
+and ``audit`` in ``cli_declare``; ``demo`` and ``chat`` in ``cli_harness``; ``durable`` in ``cli_durable``.
 
 ``toolwire parse --provider P [--format auto|sse|jsonl|json|NAME] [--fragment SEED] [FILE|-]`` prints one JSON
 document describing the turn (``NAME``: the binary framing of a dialect that has one, for that dialect). Exit codes: 0 a turn was produced (truncated calls included: their state says so),
@@ -208,6 +208,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .cli_harness import register as register_harness  # demo, chat
 
     register_harness(sub, common)
+    from .cli_durable import register as register_durable  # durable recover, durable executors
+
+    register_durable(sub, common)
     return p
 
 

@@ -8,7 +8,10 @@ system database with the turn identity minted for that request), and each turn's
 workflow) uses the same identity. A workflow interrupted by a crash is resumed by ``DBOS.launch()`` in the next
 process: recorded requests are not sent again, and a dispatch step that runs again finds its calls in the
 toolwire ledger: a write that completed is answered from its record, never run twice; a write interrupted
-between its effect and its record is answered ``outcome_unknown`` (at most once).
+between its effect and its record is answered ``outcome_unknown`` (at most once). A worker that never comes back,
+or hangs, is recovered by ``recover_lost`` (``toolwire durable recover``), which reads each worker's
+``Heartbeat``; ``dbos_config`` sets the application version, ``DurableLoop(max_recovery_attempts=...)`` the
+limit past which DBOS ends a conversation (``result_of(handle)`` raises ``RecoveryLimitReached``).
 
 ``DurableLoop`` objects are found by ``name`` when a workflow starts or is recovered: create them (same names,
 same tools, same ledger) before ``DBOS.launch()`` in every process that may run a conversation. DBOS steps are at
@@ -29,9 +32,18 @@ import structlog
 from dbos import DBOS, SetWorkflowID
 
 from . import _log
-
+from ._durable_ops import (
+    HEARTBEAT_TABLE,
+    ExecutorSeen,
+    Heartbeat,
+    RecoveredWorkflow,
+    RecoveryError,
+    RecoveryReport,
+    executors_seen,
+    recover_lost,
+)
 from .codecs.requests import http_part
-from .errors import UsageError
+from .errors import ToolwireError, UsageError
 from .harness.errors import ProviderError
 from .harness.loop import LoopResult, _Core
 from .harness.retry import RetryPolicy
@@ -39,7 +51,9 @@ from .harness.transport import HTTPTransport
 from .registry import Dispatcher, MemoryLedger, Registry, ToolResult
 from .types import Turn
 
-__all__ = ["DurableLoop", "WORKFLOW_NAME", "QUEUE_NAME", "enqueue", "result_of"]
+__all__ = ["DurableLoop", "WORKFLOW_NAME", "QUEUE_NAME", "enqueue", "result_of", "dbos_config", "Heartbeat",
+           "HEARTBEAT_TABLE", "recover_lost", "executors_seen", "RecoveryReport", "RecoveredWorkflow",
+           "ExecutorSeen", "RecoveryError", "RecoveryLimitReached"]
 
 #: the name the prompt workflow is registered under in DBOS
 WORKFLOW_NAME = "toolwire.durable.prompt"
@@ -49,6 +63,34 @@ QUEUE_NAME = "toolwire"
 
 _LOOPS: dict[str, "DurableLoop"] = {}
 _LOOPS_LOCK = threading.Lock()
+
+
+class RecoveryLimitReached(ToolwireError):
+    """The prompt workflow was started or recovered more than its ``max_recovery_attempts`` allow (a worker died
+    each time): DBOS ended it (status ``MAX_RECOVERY_ATTEMPTS_EXCEEDED``) and nothing of it runs again. Its writes
+    that ran have their ledger records; none runs again. ``workflow_id`` names it (``DBOS.resume_workflow`` gives
+    it a new budget, once the cause is fixed)."""
+
+    def __init__(self, workflow_id: str, message: str) -> None:
+        super().__init__(message)
+        self.workflow_id = workflow_id
+
+
+def dbos_config(name: str, system_database_url: str, *, executor_id: str, application_version: str,
+                **more: Any) -> dict[str, Any]:
+    """The DBOS config of a worker process (``DBOS(config=dbos_config(...))``), with the application version set
+    by the application. DBOS recovers and dequeues a workflow only on executors of the version it was started
+    under; left to itself it hashes the workflow functions' source, which does not see a change in the tools,
+    the prompts or toolwire. Give every deployment its version (``"2026-12-04"``, a release tag) and move the
+    conversations of a retired version with ``recover_lost(..., to_version=...)``. ``more``: any other DBOS
+    config key (``log_level``...)."""
+    for label, value in (("name", name), ("executor_id", executor_id), ("application_version", application_version)):
+        if not isinstance(value, str) or not value:
+            raise UsageError(f"{label} must be a non-empty string")
+    if not isinstance(system_database_url, str) or not system_database_url:
+        raise UsageError("system_database_url must be a sqlite:///PATH or postgresql://... URL")
+    return {"name": name, "system_database_url": system_database_url, "executor_id": executor_id,
+            "application_version": application_version, **more}
 
 
 def _loop(name: str) -> "DurableLoop":
@@ -71,8 +113,14 @@ class DurableLoop:
                  name: str = "default", transport: HTTPTransport | None = None, base_url: str | None = None,
                  api_key: str | None = None, system: str | None = None, stream: bool = True, locale: str = "en",
                  max_steps: int = 8, retry: RetryPolicy | None = None, max_tokens: int = 1024,
-                 timeout: float | None = None, echo_ids: bool = True) -> None:
+                 timeout: float | None = None, echo_ids: bool = True,
+                 max_recovery_attempts: int | None = None) -> None:
         _check_name(name)
+        if max_recovery_attempts is not None and (not isinstance(max_recovery_attempts, int)
+                                                  or isinstance(max_recovery_attempts, bool)
+                                                  or not 1 <= max_recovery_attempts <= 100_000):
+            raise UsageError(f"max_recovery_attempts must be between 1 and 100000 (or None: DBOS's default of "
+                             f"{_DBOS_DEFAULT_ATTEMPTS}), got {max_recovery_attempts!r}")
         if not isinstance(dispatcher, Dispatcher):
             raise UsageError(f"dispatcher must be a toolwire.Dispatcher with a durable ledger, got "
                              f"{type(dispatcher).__name__}")
@@ -88,10 +136,20 @@ class DurableLoop:
         self._core(None, None)  # bad arguments (locale, max_steps) fail now
         self.transport = transport or HTTPTransport(provider, model=model, base_url=base_url, api_key=api_key,
                                                     stream=stream, timeout=timeout)
+        self.max_recovery_attempts = max_recovery_attempts
         with _LOOPS_LOCK:
             taken = name in _LOOPS
-            if not taken:
+            clash = max_recovery_attempts is not None and any(
+                o.max_recovery_attempts not in (None, max_recovery_attempts) for o in _LOOPS.values())
+            if not taken and not clash:
                 _LOOPS[name] = self
+                if max_recovery_attempts is not None:
+                    _set_max_recovery_attempts(max_recovery_attempts)
+        if clash and not taken:
+            if transport is None:
+                self.transport.close()
+            raise UsageError("max_recovery_attempts is one value per process (DBOS reads it from the one prompt "
+                             "workflow): another DurableLoop here has another")
         if taken:
             if transport is None:
                 self.transport.close()
@@ -157,8 +215,32 @@ class DurableLoop:
 
 
 def result_of(output: Any) -> LoopResult:
-    """The ``LoopResult`` of a prompt workflow's output (e.g. ``DBOS.retrieve_workflow(id).get_result()``)."""
+    """The ``LoopResult`` of a prompt workflow: its output (e.g. ``DBOS.retrieve_workflow(id).get_result()``), or
+    its handle (a DBOS or ``DBOSClient`` workflow handle: waits for it). From a handle, a conversation that DBOS
+    ended after ``max_recovery_attempts`` raises ``RecoveryLimitReached`` (logged
+    ``durable.recovery_limit_reached``)."""
+    if hasattr(output, "get_result") and hasattr(output, "get_workflow_id"):
+        from dbos._error import DBOSAwaitedWorkflowMaxRecoveryAttemptsExceeded, MaxRecoveryAttemptsExceededError
+
+        try:
+            output = output.get_result()
+        except (DBOSAwaitedWorkflowMaxRecoveryAttemptsExceeded, MaxRecoveryAttemptsExceededError) as exc:
+            workflow_id = getattr(exc, "workflow_id", None) or output.get_workflow_id()
+            _log.emit(_log.ERROR, "durable.recovery_limit_reached", workflow_id=workflow_id)
+            raise RecoveryLimitReached(workflow_id, f"the conversation's workflow {workflow_id} was ended by DBOS "
+                                       "after its max_recovery_attempts (a worker died each time it ran): nothing "
+                                       "of it runs again") from None
     return msgspec.json.decode(output, type=LoopResult)
+
+
+def _set_max_recovery_attempts(limit: int) -> None:
+    """What ``@DBOS.workflow(max_recovery_attempts=...)`` sets, for the one prompt workflow (read by DBOS each time
+    it starts or recovers one)."""
+    from dbos._registrations import get_func_info
+
+    info = get_func_info(_prompt_workflow)
+    if info is not None:
+        info.max_recovery_attempts = limit
 
 
 def enqueue(client: Any, name: str, prompt: str, *, conversation_id: str, history: Iterable[Any] | None = None,
@@ -285,6 +367,9 @@ def _prompt_workflow(name: str, conversation_id: str, prompt: str, history: list
               **where)
     return msgspec.json.encode(result)
 
+
+#: DBOS's default ``max_recovery_attempts``
+_DBOS_DEFAULT_ATTEMPTS = 100
 
 #: this process: the first start of a workflow records it, a start elsewhere (or after a restart) is a recovery
 _PROCESS = uuid.uuid4().hex

@@ -689,7 +689,7 @@ def _worker_main(argv: Sequence[str]) -> int:
     import structlog
     from dbos import DBOS
 
-    from ..durable import DurableLoop
+    from ..durable import DurableLoop, Heartbeat
     from ..logs import configure_logging, redact_secrets
     from ..registry import Dispatcher, PostgresLedger, SQLiteLedger
     from .demo_tools import DemoWorld
@@ -722,6 +722,7 @@ def _worker_main(argv: Sequence[str]) -> int:
     # thread and a query every polling interval)
     DBOS.listen_queues([args.queue])
     DBOS.launch()
+    Heartbeat(database, interval=2.0).start()  # toolwire durable recover sees this worker alive
     DBOS.register_queue(args.queue, worker_concurrency=args.concurrency, polling_interval_sec=0.1)
     ready.set()
     if stop.is_set():  # the supervisor went (or SIGTERM came) while DBOS launched
