@@ -17,6 +17,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import toolwire
 from toolwire.registry import Dispatcher, Registry, Tool
@@ -332,3 +334,39 @@ def test_gemini_candidates_without_a_block_run():
     payloads = [{"candidates": [_text_candidate(0)]}, {"candidates": [_candidate(1)]}]
     _runs("gemini", gemini_sse(*payloads), "sse", choice=1)
     _runs("gemini", json.dumps(payloads).encode(), "json", choice=1)
+
+
+# ---- every stream above, fed in any pieces ---------------------------------------------------------------------
+#: name -> (provider, stream bytes, the choice the signal concerns)
+STREAMS: dict[str, tuple[str, bytes, int]] = {
+    "responses_item_failed": ("openai-responses", _responses_stream("failed"), 0),
+    "responses_item_in_progress": ("openai-responses", _responses_stream("in_progress"), 0),
+    "responses_error_beside_completed": ("openai-responses", _responses_stream("completed", error=ERROR), 0),
+    "chat_refusal_first": ("openai-chat", _chat_stream("I can't"), 0),
+    "chat_refusal_last": ("openai-chat", _chat_stream("I can't", refusal_last=True), 0),
+    "chat_user_role": ("openai-chat", _chat_stream(role="user"), 0),
+    "interactions_error": ("gemini-interactions", _interactions_stream(INTERACTION_ERROR), 0),
+    "anthropic_user_role": ("anthropic", _anthropic_stream("user"), 0),
+    **{f"gemini_user_role_at_{at}": ("gemini", _gemini_stream("user", at=at), 0) for at in range(4)},
+    **{f"gemini_{name}": ("gemini", gemini_sse(*payloads), 1) for name, payloads in LATE_CANDIDATES.items()},
+}
+
+
+@given(st.sampled_from(sorted(STREAMS)), st.lists(st.integers(0, 10**6), max_size=12), st.booleans())
+def test_any_split_of_a_stream_with_a_signal_runs_nothing(name, cuts, keep_calls):
+    """Cut anywhere, in either parser mode: the choice is unclean and the dispatcher runs nothing of it; the
+    default mode gives the turn of the whole stream."""
+    provider, data, choice = STREAMS[name]
+    at = sorted({c % (len(data) + 1) for c in cuts})
+    pieces = [data[a:b] for a, b in zip([0, *at], [*at, len(data)])]
+    parser = toolwire.StreamParser(provider, keep_calls=keep_calls)
+    for piece in pieces:
+        parser.feed(piece)
+    parser.close()
+    turn = parser.turn
+    assert not turn.choice_finished_cleanly(choice)
+    writes = Writes()
+    results = Dispatcher(writes.registry).run(turn, conversation_id="c", turn_id="t", choice=choice)
+    assert writes.ran == [] and {r.kind.value for r in results} <= {"not_run"}
+    if keep_calls:
+        assert turn == toolwire.parse(provider, data, format="sse")
