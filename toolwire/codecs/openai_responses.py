@@ -7,7 +7,10 @@ stream's terminator (only the ``[DONE]`` some proxies add may follow it); the fl
 before it (some servers nest an ``error`` object in it); unknown event types are skipped. Every end a response
 states is one of the turn's ends, and the worst is its finish: the terminal event's, its response's ``status`` when
 that says otherwise, a lifecycle event's ``status`` that ends a response, an ``incomplete_details.reason`` in a
-response that says it completed.
+response that says it completed. A non-null ``error`` in a response that did not fail is the turn's error. A call
+the application runs whose item ends with a status other than ``completed`` did not complete: it never runs (a
+protocol error in a completed response), except ``in_progress`` on a call a hosted program made (``caller``), which
+waits for its result.
 A body is the Response object itself (``{"object": "response", "output": [...], "status": ...}``).
 
 Three ids (failure mode 19 in docs/failure-modes.md): an item's ``id`` (``fc_…``) is what argument deltas
