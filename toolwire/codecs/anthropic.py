@@ -8,7 +8,8 @@ appear anywhere before it; unknown event and delta types are skipped. Every ``st
 ``tool_use`` blocks are the application's calls; ``server_tool_use`` and ``mcp_tool_use`` run at the provider
 and go to ``server_calls``. A tool's input streams as ``input_json_delta.partial_json`` fragments and is parsed
 at ``content_block_stop`` (an empty buffer is ``{}``). Thinking, redacted thinking and signatures are kept
-verbatim in the assistant message for replay.
+verbatim in the assistant message for replay. A message whose ``role`` is not ``assistant`` (a body's, or
+``message_start``'s; absent is fine) is a protocol error.
 """
 
 from __future__ import annotations
@@ -314,6 +315,8 @@ class AnthropicCodec(Codec):
                         "must not merge"), ProblemCode.PROTOCOL_ERROR)
             return
         self._started = True
+        if not self._assistant(msg):
+            return
         self._message_id = msg.id
         asm.response_id = msg.id
         asm.model = msg.model
@@ -325,6 +328,15 @@ class AnthropicCodec(Codec):
             self._block_stop(i)
         if msg.stop_reason is not None:
             self._saw_stop_reason(msg.stop_reason)
+
+    def _assistant(self, msg: _Message) -> bool:
+        """The message is the assistant's (its ``role`` is ``assistant``, or absent); another role is a protocol
+        error: nothing of it is read."""
+        role = msg.role
+        if role and role != "assistant":
+            self.asm.protocol_error(f"a message with role {role!r}, not 'assistant'")
+            return False
+        return True
 
     def _saw_stop_reason(self, raw: str) -> None:
         """A stop reason arrived (``message_start``, each ``message_delta``): every one is one of the turn's ends,
@@ -340,6 +352,8 @@ class AnthropicCodec(Codec):
                              ProblemCode.PROTOCOL_ERROR)
             return
         self._started = True
+        if not self._assistant(msg):
+            return
         self._message_id = msg.id
         asm.response_id = msg.id
         asm.model = msg.model

@@ -17,7 +17,9 @@ form; ``raw_arguments`` is that object's JSON.
 ``finishReason`` is the candidate's end (``STOP`` with calls is reported as ``tool_calls``, as everywhere); there
 is no sentinel, so a stream that closes without one was cut. A candidate that states another ``finishReason``
 later keeps both, and the worst is its finish (``SAFETY`` or ``MAX_TOKENS`` after ``STOP`` makes it unclean). A response streamed as one JSON array ends with the
-array: a value after it is a protocol error. Errors arrive as ``{"error": {code, message, status, details}}``,
+array: a value after it is a protocol error. A ``promptFeedback.blockReason`` is an end (a filter's) of every
+candidate of the turn, those before it, beside it and after it. A candidate whose ``content.role`` is not ``model``
+(absent is fine: later chunks often leave it out) is a protocol error. Errors arrive as ``{"error": {code, message, status, details}}``,
 possibly wrapped in a one-element array.
 
 Replay (failure mode 16 in docs/failure-modes.md): ``assistant_message()`` is the model ``Content`` of
@@ -478,7 +480,7 @@ class GeminiCodec(Codec):
     def __init__(self) -> None:
         super().__init__()
         self._cands: dict[int, _Cand] = {}
-        self._blocked = False
+        self._blocked: str | None = None  # the prompt's block reason, once one arrived
         self._usage: msgspec.Raw | None = None  # the last usageMetadata decoded (not null), as it arrived
 
     def _usage_value(self, raw: msgspec.Raw) -> Any:
@@ -534,7 +536,7 @@ class GeminiCodec(Codec):
             # payload (the response's fields, then ``_continue``), without their calls.
             cand = cands[0]
             content = cand.content
-            if cand.finish_reason is None and content is not None:
+            if cand.finish_reason is None and content is not None and (not content.role or content.role == "model"):
                 parts = content.parts
                 if parts is not None and len(parts) == 1:
                     part = parts[0]
@@ -595,8 +597,10 @@ class GeminiCodec(Codec):
             if resp.prompt_feedback is not None else None
         if block:
             # a blocked prompt is an unclean end of every candidate, whether it comes alone, beside candidates or
-            # after them (the worst end wins: nothing of the turn runs)
-            self._blocked = True
+            # after them (the worst end wins: nothing of the turn runs); a candidate that appears later gets it too
+            # (``_candidate``)
+            if self._blocked is None:
+                self._blocked = block
             for index in (tuple(self._cands) or (0,)):
                 asm.end_choice(index, FinishReason.CONTENT_FILTER, block, "the prompt's block reason")
         return True
@@ -605,11 +609,19 @@ class GeminiCodec(Codec):
         index = cand.index if cand.index is not None else pos
         st = self._cands.get(index)
         asm = self.asm
+        content = cand.content
+        if content is not None:
+            role = content.role
+            if role and role != "model":  # (absent in many chunks)
+                asm.protocol_error(f"candidate {index} has content with role {role!r}, not 'model'")
+                return
         if st is None:
             if not asm.admit_choice(index):
                 return  # over max_choices: the turn failed (the caller reads no more of the payload)
             st = self._cands[index] = _Cand(index)
-        content = cand.content
+            if self._blocked is not None:
+                # a candidate after the prompt's block reason: the block is one of its ends too (the worst wins)
+                asm.saw_end(index, FinishReason.CONTENT_FILTER, self._blocked)
         if content is not None and content.parts:
             for pi, part in enumerate(content.parts):
                 if type(part) is not _Part:  # a Raw part (the payload did not decode in one pass)
@@ -816,7 +828,7 @@ class GeminiCodec(Codec):
                 if not st.finished:
                     return False
             return True
-        return self._blocked
+        return self._blocked is not None
 
     def assistant_message(self) -> Any:
         """``{"role": "model", "parts": [...]}`` for candidate 0: every part verbatim and in order, a streamed

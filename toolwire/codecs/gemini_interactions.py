@@ -10,7 +10,8 @@ fragments and are parsed at ``step.stop`` (whole ``arguments`` on the start, if 
 Built-in ``*_call`` steps (Google Search, code execution, MCP servers …) run at Google: ``server_calls``.
 The turn's end is the interaction's status: ``requires_action`` (calls pending) and ``completed`` end it cleanly
 (``tool_calls`` when it has client calls, else ``stop``), ``incomplete`` / ``budget_exceeded`` → length,
-``failed`` / ``cancelled`` → error. A status that ends an interaction stated before the completion (by
+``failed`` / ``cancelled`` → error; an ``error`` (or a non-empty ``errors``) beside a clean status is an error of
+the turn. A status that ends an interaction stated before the completion (by
 ``interaction.status_update`` or ``interaction.created``) is one of the turn's ends too: the worst is its finish.
 
 The legacy "outputs" schema (≤ 2026-05) is read too: ``interaction.start``, ``content.start {index, content}``,
@@ -434,10 +435,14 @@ class GeminiInteractionsCodec(Codec):
                              ProblemCode.STREAM_CUT)
             return
         reason = _STATUS.get(status, FinishReason.OTHER)
+        err = it.error if it.error is not None else it.errors
+        if err is not None and err != [] and reason is not FinishReason.ERROR:
+            # an error beside a status that says otherwise (``requires_action``, ``completed``): the interaction is
+            # not what its status says, an error of the turn (the calls still open are cut by it)
+            asm.stream_error(_error_from(err, "api_error"))
         # a length or error finish truncates the open calls; after a clean one, a step that never stopped fails
         asm.end_choice(0, reason, status, f"the interaction's completion ({status})")
         if reason is FinishReason.ERROR:
-            err = it.error if it.error is not None else it.errors
             if err:
                 asm.stream_error(_error_from(err, f"interaction_{status}"))
             else:

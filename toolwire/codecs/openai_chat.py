@@ -6,7 +6,9 @@ choice's ``finish_reason`` is the terminator (``stop`` after tool calls is toler
 ``finish_reason`` later keeps both, and the worst is its finish); ``data: [DONE]`` ends the
 stream (a payload after it is a protocol error); ``choices: []`` appears in usage-only and Azure content-filter
 chunks. Errors arrive in-stream as a top-level ``error`` (OpenAI, OpenRouter, Groq's ``event: error``) or as
-``{"object": "error", …}`` (vLLM, Mistral).
+``{"object": "error", …}`` (vLLM, Mistral). A non-empty ``refusal`` (``message.refusal``, ``delta.refusal``) is an
+end of its choice as a filter's (raw word ``refusal``), whatever ``finish_reason`` says; a message whose ``role`` is
+not ``assistant`` (absent is fine) is a protocol error.
 
 Correlation (failure modes 1 to 6 in docs/failure-modes.md): by id first, then index, then the latest open
 call; ``id`` and ``name`` are set once and never appended (a repeat is ignored, a conflicting name is a problem); a new
@@ -261,6 +263,10 @@ class OpenAIChatCodec(Codec):
                     return  # over max_choices: the turn failed, nothing more of the payload is read
                 st = self._choices[ch.index] = _ChoiceCalls()
             if d is not None:
+                role = d.role
+                if role and role != "assistant":  # (absent or null in most chunks)
+                    asm.protocol_error(f"the message of choice {ch.index} has role {role!r}, not 'assistant'")
+                    return
                 tcs = d.tool_calls
                 if d.function_call is not None:  # the deprecated single-function form, after any tool calls
                     tcs = [*(tcs or ()), _ToolCall(index=-1, function=d.function_call)]
@@ -282,6 +288,10 @@ class OpenAIChatCodec(Codec):
                         asm.add_text(d.content, ch.index)
                 if d.reasoning_content:
                     st.reasoning.append(d.reasoning_content)
+                if d.refusal:
+                    # the model refused: an end of the choice as a filter's, whatever finish_reason it states (the
+                    # worst end wins), so none of the choice's calls runs
+                    asm.saw_end(ch.index, FinishReason.CONTENT_FILTER, "refusal")
             if ch.finish_reason:
                 self._finish(ch.index, st, ch.finish_reason)
 

@@ -7,7 +7,10 @@ stream's terminator (only the ``[DONE]`` some proxies add may follow it); the fl
 before it (some servers nest an ``error`` object in it); unknown event types are skipped. Every end a response
 states is one of the turn's ends, and the worst is its finish: the terminal event's, its response's ``status`` when
 that says otherwise, a lifecycle event's ``status`` that ends a response, an ``incomplete_details.reason`` in a
-response that says it completed.
+response that says it completed. A non-null ``error`` in a response that did not fail is the turn's error. A call
+the application runs whose item ends with a status other than ``completed`` did not complete: it never runs (a
+protocol error in a completed response), except ``in_progress`` on a call a hosted program made (``caller``), which
+waits for its result.
 A body is the Response object itself (``{"object": "response", "output": [...], "status": ...}``).
 
 Three ids (failure mode 19 in docs/failure-modes.md): an item's ``id`` (``fc_…``) is what argument deltas
@@ -294,7 +297,7 @@ class OpenAIResponsesCodec(Codec):
         self._order: list[_ItemState] = []
         self._next_seq: int | None = None  # the sequence_number the next event must carry (None: any)
         self._started = False
-        self._cut: list[Any] = []  # complete calls whose item ended with status "incomplete"
+        self._cut: list[tuple[Any, str]] = []  # client calls whose item ended with another status than "completed"
 
     # ---- payloads -------------------------------------------------------------------------------------
     def on_payload(self, event: str | None, data: bytes) -> None:
@@ -562,12 +565,24 @@ class OpenAIResponsesCodec(Codec):
     def _finish_item(self, rec: Any, item: _Item) -> None:
         """``output_item.done`` (or a whole item) for a call: its terminator when still open, else a check."""
         asm = self.asm
-        incomplete = item.status == "incomplete"
+        status = item.status
+        if status is None or status == "completed":
+            incomplete = False
+        elif rec.server:
+            incomplete = status == "incomplete"  # (a hosted tool that failed is the model's to read)
+        else:
+            # a call the application runs whose item did not complete (``incomplete``, ``failed``, ``in_progress``,
+            # any other word) must not run; only a call a hosted program made waits ``in_progress`` for its result
+            incomplete = status != "in_progress" or item.caller is None
         if rec.server or rec.kind is CallKind.BUILTIN:
             if not rec.is_open:
+                if incomplete and rec.state is _COMPLETE and not rec.server:
+                    self._cut.append((rec, status))
                 return
             text = self._payload_text(item)
             if incomplete:
+                if not rec.server:
+                    self._cut.append((rec, status))
                 rec.initial = text  # left open: the terminal event says what cut it
                 return
             if text is None and rec.kind is CallKind.BUILTIN:
@@ -585,6 +600,7 @@ class OpenAIResponsesCodec(Codec):
             if incomplete:
                 if not rec.frags:
                     rec.initial = final  # a whole item's partial arguments, kept as they arrived
+                self._cut.append((rec, status))
                 return  # left open: the terminal event says what cut it
             if rec.name is None:
                 asm.fail(rec, ProblemCode.MISSING_NAME, "the call ended without a tool name")
@@ -600,7 +616,7 @@ class OpenAIResponsesCodec(Codec):
                          f"output_item.done's arguments ({len(final)} chars) differ from the assembled ones "
                          f"({len(rec.raw)} chars)")
             elif incomplete:
-                self._cut.append(rec)
+                self._cut.append((rec, status))
 
     def _call_done(self, ev: Any, want: type, final: str | None, name: str | None) -> None:
         """``function_call_arguments.done`` / ``custom_tool_call_input.done``: the call's terminator."""
@@ -655,6 +671,8 @@ class OpenAIResponsesCodec(Codec):
         if resp.model and asm.model is None:
             asm.model = resp.model
         self._saw_ends(resp)
+        if resp.error is not None:
+            asm.stream_error(_error_from(resp.error, "api_error"))
 
     def _saw_ends(self, resp: _Response) -> None:
         """The ends a Response object states: a status that ends a response (``completed``, ``incomplete``,
@@ -717,6 +735,10 @@ class OpenAIResponsesCodec(Codec):
         raw = kind if resp.status is not None else None
         asm.saw_end(0, _status_reason(kind, resp.incomplete_details), raw)
         self._saw_ends(resp)
+        if resp.error is not None and kind != "failed":
+            # an error beside a status that says otherwise: the response is not what it says (as a Chat
+            # completion's top-level error beside its choices)
+            asm.stream_error(_error_from(resp.error, "api_error"))
         if kind == "failed":
             self._truncate_cut(ProblemCode.STREAM_ERROR, "the response failed")
             asm.stream_error(_error_from(resp.error, "response_failed"))
@@ -762,26 +784,27 @@ class OpenAIResponsesCodec(Codec):
                               f"ones ({len(rec.raw)} chars)")
 
     def _fail_cut(self) -> None:
-        """A response that completed although the item of one of its calls ended with status incomplete: the
-        events contradict each other, a protocol error on the turn (such a call is errored)."""
-        cut = [rec for rec in self._cut if rec.state is _COMPLETE]
+        """A response that completed although the item of one of its calls ended with a status other than
+        ``completed`` (``incomplete``, ``failed``, ``in_progress``): the events contradict each other, a protocol
+        error on the turn (such a call is errored)."""
+        cut = [(rec, status) for rec, status in self._cut if rec.state is _COMPLETE or rec.is_open]
         self._cut.clear()
         if not cut:
             return
         asm = self.asm
-        for rec in cut:
-            asm.fail(rec, ProblemCode.PROTOCOL_ERROR, "its item ended with status incomplete in a completed response")
-        ids = ", ".join(rec.call_id or rec.local_id for rec in cut)
-        asm.protocol_error(f"response.completed after the item of call {ids} ended with status incomplete")
+        for rec, status in cut:
+            asm.fail(rec, ProblemCode.PROTOCOL_ERROR, f"its item ended with status {status} in a completed response")
+        said = ", ".join(f"{rec.call_id or rec.local_id} ended with status {status}" for rec, status in cut)
+        asm.protocol_error(f"response.completed after the item of call {said}")
 
     def _truncate_cut(self, code: ProblemCode, message: str) -> None:
-        for rec in self._cut:
+        for rec, _ in self._cut:
             if rec.state is _COMPLETE:
                 self.asm.truncate(rec, code, message)
         self._cut.clear()
 
     def at_close(self) -> None:
-        self._truncate_cut(ProblemCode.STREAM_CUT, "the call's item ended with status incomplete")
+        self._truncate_cut(ProblemCode.STREAM_CUT, "the call's item did not complete")
 
     def assistant_message(self) -> Any:
         """The output items to replay in the next request's ``input``, in output order: reasoning items (with
