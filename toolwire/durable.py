@@ -58,7 +58,7 @@ __all__ = ["DurableLoop", "WORKFLOW_NAME", "QUEUE_NAME", "enqueue", "result_of",
 #: the name the prompt workflow is registered under in DBOS
 WORKFLOW_NAME = "toolwire.durable.prompt"
 #: the default DBOS queue of ``DurableLoop.enqueue`` and ``enqueue`` (register it in every worker:
-#: ``DBOS.register_queue(QUEUE_NAME, worker_concurrency=...)`` before ``DBOS.launch()``)
+#: ``DBOS.register_queue(QUEUE_NAME, worker_concurrency=...)`` right after ``DBOS.launch()``, which it needs)
 QUEUE_NAME = "toolwire"
 
 _LOOPS: dict[str, "DurableLoop"] = {}
