@@ -178,6 +178,17 @@ CATALOGUE: dict[str, EventSpec] = {
     "durable.prompt_finished": _spec(
         "info", "conversation_id executor_id fallback loop workflow_id",
         "a durable prompt workflow finished on this worker (with the model's answer, or the fallback)"),
+    "durable.recovered_lost": _spec(
+        "warning", "action application_version executor_id to_version unseen_seconds workflow_id",
+        "`recover_lost` / `toolwire durable recover` handed a lost executor's conversation back to a queue "
+        "(`action`: `requeued`, `moved`, `taken`)"),
+    "durable.recovery_limit_reached": _spec(
+        "error", "workflow_id",
+        "`result_of(handle)` found a conversation DBOS ended after `max_recovery_attempts` (raises "
+        "`RecoveryLimitReached`)"),
+    "durable.heartbeat_failed": _spec(
+        "warning", "error executor_id",
+        "a `Heartbeat` could not write its row (retried at the next interval)"),
     "mcp.connected": _spec(
         "info", "attempt generation protocol server",
         "a session with an MCP server was opened (`generation` counts the sessions; above 1 after a reconnection)"),
