@@ -233,7 +233,11 @@ def bind(span: Any, invoke: Callable[[], Any]) -> Callable[[], Any]:
             value = invoke()
         finally:
             context.detach(token)
-        if inspect.isawaitable(value):
+        try:
+            awaitable = inspect.isawaitable(value)
+        except Exception:  # noqa: BLE001 - a value whose type cannot be asked (a lazy proxy): not awaited
+            awaitable = False
+        if awaitable:
             return _awaited(ctx, value)
         return value
 

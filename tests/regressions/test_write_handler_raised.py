@@ -74,8 +74,13 @@ def test_a_write_that_raised_is_outcome_unknown(mode, is_async, toolwire_debug):
     assert again.kind is K.OUTCOME_UNKNOWN and effects == [1]
 
 
+@pytest.mark.parametrize("traced", [False, True], ids=["untraced", "recording-spans"])
 @pytest.mark.parametrize("mode", MODES)
-def test_a_write_that_returned_an_unaskable_value_took_effect(mode):
+def test_a_write_that_returned_an_unaskable_value_took_effect(mode, traced):
+    """Also with an OpenTelemetry SDK recording spans, whose handler wrapper looks at the returned value too."""
+    if traced:
+        pytest.importorskip("opentelemetry.sdk")
+        from .. import otel_support  # noqa: F401 - installs the tests' recording TracerProvider
     effects: list[int] = []
 
     def save(x: int) -> Any:
