@@ -304,8 +304,8 @@ def recover_lost(system_database_url: str, *, unseen_for: float, to_version: str
     exactly what DBOS does when an executor restarts under the same id (and, like that, a workflow another
     executor took meanwhile is left alone). Only a worker of the same application version takes it: if none is
     beating, ``waiting_for_version`` says so. With ``to_version``, the workflows of another version are moved to
-    ``to_version`` instead (cancelled, then rewound past their last recorded step under the new version: the same
-    workflow id, the recorded requests and dispatches kept; its recovery-attempt count starts again): the recorded
+    ``to_version`` instead (put back on their queue under the new version in one statement, never seen cancelled: the
+    same workflow id, the recorded requests and dispatches kept; its recovery-attempt count starts again): the recorded
     conversation continues under the new code. Never without asking. With ``to_version``, the conversations a
     plain recovery already put back on a queue under a version no live worker runs are moved too (not those
     without a version: a ``DBOSClient`` enqueue, which the latest version's workers take).
@@ -379,11 +379,29 @@ def _requeue(client: Any, wf: Any) -> str:
 
 
 def _move(client: Any, wf: Any, to_version: str) -> str:
-    """To another application version, same workflow id and recorded steps: cancel (which fences the old
-    executor, should it be alive), then rewind to the step after the last recorded one under ``to_version``."""
-    steps = client.list_workflow_steps(wf.workflow_id)
-    next_step = max((int(s["function_id"]) for s in steps), default=0) + 1
-    client.cancel_workflow(wf.workflow_id)
-    client.rewind_workflow(wf.workflow_id, start_step=next_step, application_version=to_version,
-                           queue_name=wf.queue_name or None)
-    return "moved"
+    """To another application version, same workflow id and recorded steps, in one statement: a PENDING workflow
+    of the lost executor back on its queue (as ``_requeue`` does, which fences the old execution, should it be
+    alive) under ``to_version`` with a fresh recovery budget; an ENQUEUED one relabelled. Nothing in between is
+    visible: a handle waiting for the result never sees the conversation cancelled, a crash leaves it either moved
+    or not, a workflow that finished or was taken meanwhile is left alone (``taken``), and two recoveries at once
+    move it once. DBOS has no public call for this (cancel then rewind passes through CANCELLED and rewinds a
+    workflow that finished meanwhile, deleting the steps its writes' ledger keys come from)."""
+    sys_db = getattr(client, "_sys_db", None)
+    table = getattr(getattr(sys_db, "tables", None), "workflow_status", None)
+    if table is None or not all(hasattr(sys_db, a) for a in ("_wf", "_now_ms_sql", "engine")):
+        raise RecoveryError("this DBOS release does not expose its workflow table the way toolwire needs to move a "
+                            "conversation to another version (tested with dbos 3.4); nothing was moved")
+    import sqlalchemy as sa
+
+    values: dict[str, Any] = {"application_version": to_version, "recovery_attempts": 0,
+                              "updated_at": sys_db._now_ms_sql()}
+    query = sa.update(table).where(*sys_db._wf(table, wf.workflow_id))
+    if wf.status == "PENDING":
+        query = query.where(table.c.status == "PENDING", table.c.executor_id == wf.executor_id)
+        values.update(status="ENQUEUED", owner_xid=None, started_at_epoch_ms=None,
+                      queue_name=sa.func.coalesce(table.c.queue_name, _INTERNAL_QUEUE))
+    else:
+        query = query.where(table.c.status == "ENQUEUED")
+    with sys_db.engine.begin() as conn:
+        moved = conn.execute(query.values(**values)).rowcount > 0
+    return "moved" if moved else "taken"

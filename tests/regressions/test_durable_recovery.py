@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -283,8 +284,30 @@ def test_a_retired_versions_conversation_moves_to_the_new_version_only_when_aske
                 queue="nobody-serves-this")
     finally:
         client.destroy()
+    # a front end's handle polls the conversation while it moves: it must never see it cancelled (the move was a
+    # cancel then a rewind, and a handle waiting in between raised DBOS's "awaited workflow was cancelled")
+    import sqlite3
+
+    seen: set[str] = set()
+    moving = threading.Event()
+
+    def watch() -> None:
+        path = env.sysdb.removeprefix("sqlite:///")
+        while not moving.is_set():
+            with sqlite3.connect(path, timeout=10) as conn:
+                row = conn.execute("SELECT status FROM workflow_status WHERE workflow_uuid = ?",
+                                   (env.workflow_id,)).fetchone()
+            conn.close()
+            if row:
+                seen.add(row[0])
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
     moved = _cli("durable", "recover", "--database", env.sysdb, "--unseen-for", "5", "--to-version", "v2", "--json")
+    moving.set()
+    watcher.join(10)
     assert moved.returncode == 0, moved.stderr
+    assert "CANCELLED" not in seen, seen
     mine = [w for w in json.loads(moved.stdout)["workflows"] if w["workflow_id"] == env.workflow_id]
     assert [(w["action"], w["application_version"], w["to_version"]) for w in mine] == [("moved", "v1", "v2")]
     assert [w for w in json.loads(moved.stdout)["workflows"] if w["workflow_id"].endswith("-fresh")] == []
@@ -296,6 +319,26 @@ def test_a_retired_versions_conversation_moves_to_the_new_version_only_when_aske
     assert res["answer"] and not res["fallback"]
     assert env.effects_count() == 1
     assert len(env.sim.requests) == sent + 1  # the recorded first turn was not asked again
+    status = _status(env.sysdb, env.workflow_id)
+    assert (status.status, status.app_version) == ("SUCCESS", "v2")
+
+    # a recovery whose survey saw the conversation pending on the lost executor moves it only if it still is:
+    # one that finished meanwhile keeps its status and its recorded steps (the move was a cancel, which does
+    # nothing to a finished workflow, then a rewind, which deleted the steps its writes' ledger keys come from,
+    # and the next worker ran the write again)
+    from types import SimpleNamespace
+
+    from toolwire._durable_ops import _move
+
+    client = DBOSClient(system_database_url=env.sysdb)
+    try:
+        steps = len(client.list_workflow_steps(env.workflow_id))
+        stale = SimpleNamespace(workflow_id=env.workflow_id, executor_id="exec-A", status="PENDING",
+                                app_version="v1", queue_name=None)
+        assert _move(client, stale, "v3") == "taken"
+        assert len(client.list_workflow_steps(env.workflow_id)) == steps
+    finally:
+        client.destroy()
     status = _status(env.sysdb, env.workflow_id)
     assert (status.status, status.app_version) == ("SUCCESS", "v2")
 
