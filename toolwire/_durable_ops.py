@@ -49,7 +49,12 @@ def _engine(url: Any) -> Any:
         raise UsageError("the system database must be a sqlite:///PATH or postgresql://... URL")
     if url.startswith("sqlite"):
         return sa.create_engine(url, poolclass=sa.pool.NullPool, connect_args={"timeout": 30})
-    u = sa.make_url("postgresql://" + url.split("://", 1)[1]).set(drivername="postgresql+psycopg")
+    try:
+        u = sa.make_url("postgresql://" + url.split("://", 1)[1]).set(drivername="postgresql+psycopg")
+        u.port  # noqa: B018 - a port that is not a number raises here, not later
+    except (ValueError, sa.exc.ArgumentError):
+        raise UsageError("the system database URL cannot be read (host, port or brackets); it is not shown, as it "
+                         "may hold a password") from None
     # one connection, kept: a heartbeat every few seconds should not open one each time
     return sa.create_engine(u, pool_size=1, max_overflow=0, pool_pre_ping=True,
                             connect_args={"application_name": "toolwire_heartbeat", "connect_timeout": 10})
@@ -184,6 +189,21 @@ class Heartbeat:
         self.stop()
 
 
+def forget_executors(system_database_url: str, executor_ids: list[str]) -> None:
+    """Remove the heartbeat rows of ``executor_ids`` (workers that stopped for good, such as a finished demo run's),
+    so that ``executors_seen`` does not list them for ever. Nothing when the table does not exist."""
+    import sqlalchemy as sa
+
+    engine = _engine(system_database_url)
+    table = _table()
+    try:
+        with engine.begin() as conn:
+            if sa.inspect(conn).has_table(HEARTBEAT_TABLE):
+                conn.execute(sa.delete(table).where(table.c.executor_id.in_(list(executor_ids))))
+    finally:
+        engine.dispose()
+
+
 # ==== what recovery reports ===========================================================================================
 class ExecutorSeen(msgspec.Struct, kw_only=True):
     """One executor holding PENDING prompt workflows (or beating): when it was last seen and whether it counts
@@ -231,7 +251,9 @@ class RecoveryReport(msgspec.Struct, kw_only=True):
 # ==== recovery ========================================================================================================
 def executors_seen(system_database_url: str, *, unseen_for: float = 60.0) -> list[ExecutorSeen]:
     """Every executor that beats or holds PENDING prompt workflows, with when it was last seen."""
-    return _survey(system_database_url, unseen_for)[0]
+    executors, _pending, _seen, client = _survey(system_database_url, unseen_for)
+    client.destroy()
+    return executors
 
 
 def _check_unseen_for(unseen_for: Any) -> float:
@@ -241,6 +263,8 @@ def _check_unseen_for(unseen_for: Any) -> float:
 
 
 def _survey(url: str, unseen_for: Any) -> tuple[list[ExecutorSeen], list[Any], dict[str, ExecutorSeen], Any]:
+    """What recovery sees. It writes nothing: a missing heartbeat table (no worker ever beat there) is read as no
+    heartbeats, never created (only ``Heartbeat`` creates it)."""
     import sqlalchemy as sa
     from dbos import DBOSClient
 
@@ -250,10 +274,10 @@ def _survey(url: str, unseen_for: Any) -> tuple[list[ExecutorSeen], list[Any], d
     engine = _engine(url)
     table = _table()
     try:
-        _ensure(engine, table)
         with engine.connect() as conn:
             now = int(conn.execute(sa.select(_now_ms(engine))).scalar_one())
-            beats = {r.executor_id: r for r in conn.execute(sa.select(table)).fetchall()}
+            beats = {r.executor_id: r for r in conn.execute(sa.select(table)).fetchall()} \
+                if sa.inspect(conn).has_table(HEARTBEAT_TABLE) else {}
     except sa.exc.SQLAlchemyError as exc:
         raise RecoveryError(f"cannot read the heartbeats: {type(exc).__name__}") from None
     finally:

@@ -166,13 +166,18 @@ class DurableLoop:
 
         ``workflow_id``: the DBOS workflow id; the same id again returns the recorded result without running
         anything (default: a new id from DBOS)."""
+        from dbos._error import DBOSAwaitedWorkflowMaxRecoveryAttemptsExceeded, MaxRecoveryAttemptsExceededError
+
         args = self._args(prompt, conversation_id, history, previous_id)
-        if workflow_id is None:
-            out = _prompt_workflow(*args)
-        else:
-            _check_reuse(workflow_id, args, _status_inputs(workflow_id))
-            with SetWorkflowID(workflow_id):
+        try:
+            if workflow_id is None:
                 out = _prompt_workflow(*args)
+            else:
+                _check_reuse(workflow_id, args, _status_inputs(workflow_id))
+                with SetWorkflowID(workflow_id):
+                    out = _prompt_workflow(*args)
+        except (DBOSAwaitedWorkflowMaxRecoveryAttemptsExceeded, MaxRecoveryAttemptsExceededError) as exc:
+            raise _limit_reached(getattr(exc, "workflow_id", None) or workflow_id or "?") from None
         return result_of(out)
 
     def enqueue(self, prompt: str, *, conversation_id: str, history: Iterable[Any] | None = None,
@@ -225,12 +230,14 @@ def result_of(output: Any) -> LoopResult:
         try:
             output = output.get_result()
         except (DBOSAwaitedWorkflowMaxRecoveryAttemptsExceeded, MaxRecoveryAttemptsExceededError) as exc:
-            workflow_id = getattr(exc, "workflow_id", None) or output.get_workflow_id()
-            _log.emit(_log.ERROR, "durable.recovery_limit_reached", workflow_id=workflow_id)
-            raise RecoveryLimitReached(workflow_id, f"the conversation's workflow {workflow_id} was ended by DBOS "
-                                       "after its max_recovery_attempts (a worker died each time it ran): nothing "
-                                       "of it runs again") from None
+            raise _limit_reached(getattr(exc, "workflow_id", None) or output.get_workflow_id()) from None
     return msgspec.json.decode(output, type=LoopResult)
+
+
+def _limit_reached(workflow_id: str) -> RecoveryLimitReached:
+    _log.emit(_log.ERROR, "durable.recovery_limit_reached", workflow_id=workflow_id)
+    return RecoveryLimitReached(workflow_id, f"the conversation's workflow {workflow_id} was ended by DBOS after "
+                                "its max_recovery_attempts (a worker died each time it ran): nothing of it runs again")
 
 
 def _set_max_recovery_attempts(limit: int) -> None:

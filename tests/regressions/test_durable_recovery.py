@@ -381,6 +381,10 @@ def test_a_conversation_whose_workers_keep_dying_ends_at_max_recovery_attempts_w
     finally:
         client.destroy()
     assert _mine(recover_lost(env.sysdb, unseen_for=0), env.workflow_id) == []  # it is over: nothing to recover
+    # DurableLoop.run with the ended conversation's workflow id says the same (it raised DBOS's own error)
+    again = env.spawn("crash-request", "exec-run", extra=extra, out="out-run.json")
+    assert env.finish(again) == 0, again.log.read_text()[-2000:]  # type: ignore[attr-defined]
+    assert env.out("out-run.json")["error"] == "RecoveryLimitReached"
     assert env.effects_count() == 1
 
 
@@ -452,3 +456,29 @@ def test_the_recover_command_reports_misuse_on_one_line_with_exit_2(tmp_path):
     assert secret.returncode == 2 and "s3cret" not in secret.stderr + secret.stdout
     absent = _cli("durable", "executors", "--database", f"sqlite:///{tmp_path / 'absent.sqlite'}")
     assert absent.returncode == 1 and len(absent.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("url", ["postgresql://u:S3cretPW@[::1/db", "postgresql://u:S3cretPW@h:x1/db"])
+def test_an_unreadable_postgres_url_is_a_usage_error_that_hides_the_password(url):
+    """A URL whose host or port cannot be read was an internal error (ValueError, exit 1)."""
+    for command in (("durable", "recover", "--unseen-for", "5"), ("durable", "executors")):
+        done = _cli(*command, "--database", url)
+        assert done.returncode == 2, (command, done.stderr)
+        assert "S3cretPW" not in done.stderr + done.stdout and "internal error" not in done.stderr
+
+
+def test_looking_and_a_dry_run_write_nothing(tmp_path):
+    """``executors`` and ``recover --dry-run`` change nothing: on a database that is not DBOS's they fail
+    without creating the heartbeat table (they created it, then failed)."""
+    import sqlite3
+
+    path = tmp_path / "other.sqlite"
+    sqlite3.connect(path).close()
+    url = f"sqlite:///{path}"
+    for command in (("durable", "executors"), ("durable", "recover", "--unseen-for", "5", "--dry-run")):
+        done = _cli(*command, "--database", url)
+        assert done.returncode == 1, (command, done.stderr)
+        with sqlite3.connect(path) as conn:
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        conn.close()
+        assert tables == set(), (command, tables)

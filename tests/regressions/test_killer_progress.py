@@ -116,3 +116,24 @@ def test_the_killer_never_kills_twice_without_progress_in_between(tmp_path):
         for w in sup.workers:
             if w.proc is not None and w.proc.poll() is None:
                 os.kill(w.proc.pid, signal.SIGKILL)
+
+
+def test_workers_that_never_start_end_at_the_stall_timeout_with_the_json_report():
+    """The database accepts connections and never answers: the workers never become ready. The run ends after
+    --stall-timeout (it waited a fixed 120 s, ignoring it) and still prints its JSON report (it printed none),
+    exit 1 with one line on stderr."""
+    import socket
+
+    blackhole = socket.socket()
+    blackhole.bind(("127.0.0.1", 0))
+    blackhole.listen(16)
+    port = blackhole.getsockname()[1]
+    try:
+        done = _demo("--workers", "1", "--provider", "anthropic", "--stall-timeout", "3", "--json",
+                     "--database", f"postgresql://nobody@127.0.0.1:{port}/nothing", timeout=120)
+    finally:
+        blackhole.close()
+    assert done.returncode == 1, done.stderr[-3000:]
+    doc = json.loads(done.stdout)
+    assert "not ready within 3 s" in doc["error"] and doc["runs"] == []
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr

@@ -139,8 +139,11 @@ def _database(url: str | None, tmp: Path) -> tuple[str, str]:
 
 
 def _shown(url: str) -> str:
-    """``url`` without its password (in the authority or as a query parameter)."""
+    """``url`` without its password (in the authority or as a query parameter); a SQLite URL as it is."""
     from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    if url.startswith("sqlite:"):
+        return url
 
     try:
         parts = urlsplit(url)
@@ -209,16 +212,19 @@ class _Supervisor:
             stderr.close()
         w.ready = ready  # type: ignore[attr-defined]
 
-    def wait_ready(self) -> None:
-        deadline = time.monotonic() + _READY_TIMEOUT
+    def wait_ready(self, limit: float = _READY_TIMEOUT) -> None:
+        """Until every worker is ready; ``limit`` seconds without one more becoming ready (a start is the run's
+        progress then: the stall timeout, when shorter) is a ``WorkersError``."""
+        deadline = time.monotonic() + limit
         for w in self.workers:
             while not w.ready.exists():  # type: ignore[attr-defined]
                 if w.proc is not None and w.proc.poll() is not None:
                     raise WorkersError(f"{w.name} exited ({w.proc.returncode}) before it was ready: "
                                      f"{self.stderr_tail(w)}")
                 if time.monotonic() > deadline:
-                    raise WorkersError(f"{w.name} was not ready within {_READY_TIMEOUT:g} s: {self.stderr_tail(w)}")
+                    raise WorkersError(f"{w.name} was not ready within {limit:g} s: {self.stderr_tail(w)}")
                 time.sleep(0.05)
+            deadline = time.monotonic() + limit
 
     def stderr_tail(self, w: _Worker) -> str:
         """The worker's last line on stderr (the exception that ended it), without the traceback."""
@@ -266,6 +272,8 @@ class _Supervisor:
             for w in self.workers:
                 proc = w.proc
                 if proc is not None and proc.poll() is not None and proc.pid not in w.killed:
+                    if self.stopping.is_set():
+                        break  # stop() ended it (SIGTERM) while this pass was under way: not a failure
                     self.failure = self.failure or f"{w.name} exited ({proc.returncode}): {self.stderr_tail(w)}"
                     w.killed.add(proc.pid)  # reported once
                     self.restart(w)
@@ -395,7 +403,7 @@ def run_workers(workers: int = 4, database: str | None = None, *, kill_every: fl
         try:
             for w in sup.workers:
                 sup.spawn(w)
-            sup.wait_ready()
+            sup.wait_ready(min(_READY_TIMEOUT, stall_timeout if stall_timeout is not None else _READY_TIMEOUT))
             client = DBOSClient(system_database_url=sysdb)
             watcher.start()
             from ..durable import enqueue
@@ -425,6 +433,9 @@ def run_workers(workers: int = 4, database: str | None = None, *, kill_every: fl
                     client = DBOSClient(system_database_url=sysdb)  # the workers registered the queue
                 if client is not None:
                     steps = _remove_queue(client, queue, [p[3] for p in pending], count_steps=count_steps)
+                    from .._durable_ops import forget_executors
+
+                    forget_executors(sysdb, [w.executor_id for w in sup.workers])  # the run's heartbeat rows
             except Exception as exc:  # noqa: BLE001 - the database went away: the run fails, with its report
                 left = WorkersError(f"could not remove the run's queue {queue!r} from the DBOS system database "
                                     f"({type(exc).__name__}): {str(exc).splitlines()[0][:200] if str(exc) else ''}")
@@ -443,11 +454,10 @@ def run_workers(workers: int = 4, database: str | None = None, *, kill_every: fl
                                runs=runs, kills=sup.kills, restarts=sup.restarts,
                                seconds=round(time.monotonic() - started, 3), busy_seconds=round(busy, 3),
                                steps=steps, cpu_seconds=cpu)
-        if error is not None:
-            if pending:  # what finished, and what did not: the CLI still prints the report
-                report.unfinished = [wf for *_, wf, _h in pending if wf not in done]
-                report.error = str(error)
-                error.report = report
+        if error is not None:  # what finished, and what did not (nothing, when the workers never started)
+            report.unfinished = [wf for *_, wf, _h in pending if wf not in done]
+            report.error = str(error)
+            error.report = report
             raise error
         return report
 
