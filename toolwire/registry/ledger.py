@@ -191,21 +191,6 @@ CREATE TABLE IF NOT EXISTS toolwire_ledger (
 _result_decoder = msgspec.json.Decoder(ToolResult)
 
 
-def _until_unlocked(conn: sqlite3.Connection, sql: str, deadline: float) -> sqlite3.Cursor:
-    """``conn.execute(sql)``, tried again with a growing pause while SQLite answers "database is locked" at once
-    (as it does to the loser of a new file's switch to WAL), until ``deadline``."""
-    delay = 0.005
-    while True:
-        try:
-            return conn.execute(sql)
-        except sqlite3.OperationalError as exc:
-            if exc.sqlite_errorcode & 0xFF not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) \
-                    or time.monotonic() + delay > deadline:
-                raise
-            time.sleep(delay)
-            delay = min(delay * 2, 0.2)
-
-
 def record_from_row(key: LedgerKey, row: tuple) -> LedgerRecord:
     """A ``LedgerRecord`` from a ``(status, fingerprint, result blob, started_at, completed_at)`` row, the shape
     every SQL ledger stores; a status or result that cannot be read is a ``LedgerError``."""
@@ -323,25 +308,38 @@ class SQLiteLedger:
         if self._conn is not None and self._pid == pid:
             return self._conn
         # a new file's first opens race to switch it to WAL and create the table; SQLite answers the loser
-        # "database is locked" at once (that lock is not waited for with the busy timeout): the statement is tried
-        # again on the same connection, within ``timeout``
+        # "database is locked" at once (that lock is not waited for with the busy timeout): try again, within
+        # ``timeout``
         deadline = time.monotonic() + self.timeout
-        conn = None
-        try:
-            conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False)
-            conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
-            mode = _until_unlocked(conn, "PRAGMA journal_mode = WAL", deadline).fetchone()[0]
-            if str(mode).lower() != "wal":
-                raise LedgerError(f"cannot put {self.path!r} in WAL mode (got {mode!r})")
-            conn.execute("PRAGMA synchronous = FULL")
-            _until_unlocked(conn, _SCHEMA, deadline)
-        except sqlite3.Error as exc:
-            if conn is not None:
-                conn.close()
-            raise LedgerError(f"cannot open ledger {self.path!r}: {exc}") from exc
-        except LedgerError:
-            conn.close()  # type: ignore[union-attr]
-            raise
+        delay = 0.005
+        while True:
+            conn = None
+            try:
+                conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None,
+                                       check_same_thread=False)
+                conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+                mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                if str(mode).lower() != "wal":
+                    raise LedgerError(f"cannot put {self.path!r} in WAL mode (got {mode!r})")
+                conn.execute("PRAGMA synchronous = FULL")
+                conn.execute(_SCHEMA)
+                break
+            except sqlite3.OperationalError as exc:
+                if conn is not None:
+                    conn.close()
+                locked = "locked" in str(exc) or "busy" in str(exc)
+                if not locked or time.monotonic() + delay > deadline:
+                    raise LedgerError(f"cannot open ledger {self.path!r}: {exc}") from exc
+                time.sleep(delay)
+                delay = min(delay * 2, 0.2)
+            except sqlite3.Error as exc:
+                if conn is not None:
+                    conn.close()
+                raise LedgerError(f"cannot open ledger {self.path!r}: {exc}") from exc
+            except LedgerError:
+                if conn is not None:
+                    conn.close()
+                raise
         self._conn = conn  # a connection inherited from a parent process is abandoned, never used or closed
         self._pid = pid
         return conn
