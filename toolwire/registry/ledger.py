@@ -307,39 +307,16 @@ class SQLiteLedger:
         pid = os.getpid()
         if self._conn is not None and self._pid == pid:
             return self._conn
-        # a new file's first opens race to switch it to WAL and create the table; SQLite answers the loser
-        # "database is locked" at once (that lock is not waited for with the busy timeout): try again, within
-        # ``timeout``
-        deadline = time.monotonic() + self.timeout
-        delay = 0.005
-        while True:
-            conn = None
-            try:
-                conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None,
-                                       check_same_thread=False)
-                conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
-                mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-                if str(mode).lower() != "wal":
-                    raise LedgerError(f"cannot put {self.path!r} in WAL mode (got {mode!r})")
-                conn.execute("PRAGMA synchronous = FULL")
-                conn.execute(_SCHEMA)
-                break
-            except sqlite3.OperationalError as exc:
-                if conn is not None:
-                    conn.close()
-                locked = "locked" in str(exc) or "busy" in str(exc)
-                if not locked or time.monotonic() + delay > deadline:
-                    raise LedgerError(f"cannot open ledger {self.path!r}: {exc}") from exc
-                time.sleep(delay)
-                delay = min(delay * 2, 0.2)
-            except sqlite3.Error as exc:
-                if conn is not None:
-                    conn.close()
-                raise LedgerError(f"cannot open ledger {self.path!r}: {exc}") from exc
-            except LedgerError:
-                if conn is not None:
-                    conn.close()
-                raise
+        try:
+            conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False)
+            conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise LedgerError(f"cannot put {self.path!r} in WAL mode (got {mode!r})")
+            conn.execute("PRAGMA synchronous = FULL")
+            conn.execute(_SCHEMA)
+        except sqlite3.Error as exc:
+            raise LedgerError(f"cannot open ledger {self.path!r}: {exc}") from exc
         self._conn = conn  # a connection inherited from a parent process is abandoned, never used or closed
         self._pid = pid
         return conn
