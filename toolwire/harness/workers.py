@@ -401,6 +401,12 @@ def run_workers(workers: int = 4, database: str | None = None, *, kill_every: fl
         error: WorkersError | None = None
         busy = busy_from = 0.0
         try:
+            if ledger.startswith("sqlite:"):
+                # created here, once: workers opening a new SQLite file together race to switch it to WAL, and
+                # SQLite answers the loser "database is locked" at once
+                from ..registry import SQLiteLedger
+
+                SQLiteLedger(ledger[len("sqlite:"):]).close()
             for w in sup.workers:
                 sup.spawn(w)
             sup.wait_ready(min(_READY_TIMEOUT, stall_timeout if stall_timeout is not None else _READY_TIMEOUT))
